@@ -1,0 +1,36 @@
+# The two commands of the README: `make test` and `make demo`.
+# Each first installs the Debian packages the package links against.
+
+DEBIAN_PACKAGES := libsqlite3-dev sqlite3
+SWIFT ?= swift
+
+.PHONY: test demo deps bench format lint
+
+deps:
+	@missing=""; \
+	for package in $(DEBIAN_PACKAGES); do \
+		dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	fi
+
+# The whole suite, then the concurrency tests again under the thread sanitizer
+# (in its own build folder so the normal build is not thrown away).
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan --filter ConcurrencyTests
+
+demo: deps
+	@bash Samples/demo.sh
+
+bench: deps
+	$(SWIFT) run -c release ostore-bench database
+
+format:
+	$(SWIFT) format -i -r Package.swift Sources Tests Samples
+
+lint:
+	$(SWIFT) format lint -r Package.swift Sources Tests Samples

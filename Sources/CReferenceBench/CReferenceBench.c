@@ -1,0 +1,131 @@
+#include "CReferenceBench.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ref_database {
+    sqlite3 *handle;
+};
+
+typedef struct {
+    int64_t id;
+    char *title;
+    int done;
+    double updated_at;
+} ref_reminder;
+
+int ref_open(const char *path, ref_database **out) {
+    ref_database *db = calloc(1, sizeof(ref_database));
+    if (!db) return SQLITE_NOMEM;
+    int rc = sqlite3_open_v2(path, &db->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db->handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_close_v2(db->handle);
+        free(db);
+        return rc;
+    }
+    *out = db;
+    return SQLITE_OK;
+}
+
+void ref_close(ref_database *db) {
+    if (!db) return;
+    sqlite3_close_v2(db->handle);
+    free(db);
+}
+
+int ref_exec(ref_database *db, const char *sql) {
+    return sqlite3_exec(db->handle, sql, NULL, NULL, NULL);
+}
+
+char **ref_make_titles(int64_t count) {
+    char **titles = malloc(sizeof(char *) * (size_t)count);
+    for (int64_t i = 0; i < count; i++) {
+        char buffer[32];
+        snprintf(buffer, sizeof buffer, "Reminder #%lld", (long long)i);
+        titles[i] = strdup(buffer);
+    }
+    return titles;
+}
+
+void ref_free_titles(char **titles, int64_t count) {
+    for (int64_t i = 0; i < count; i++) free(titles[i]);
+    free(titles);
+}
+
+int ref_insert_reminders(ref_database *db, int64_t count, char **titles) {
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_exec(db->handle, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_prepare_v3(db->handle, "INSERT INTO reminders (id, title, done, updatedAt) VALUES (?, ?, ?, ?)", -1,
+                            SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+    for (int64_t i = 0; rc == SQLITE_OK && i < count; i++) {
+        sqlite3_bind_int64(stmt, 1, i + 1);
+        sqlite3_bind_text(stmt, 2, titles[i], (int)strlen(titles[i]), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(stmt, 3, i % 2);
+        sqlite3_bind_double(stmt, 4, 1.7e9 + (double)i);
+        rc = sqlite3_step(stmt);
+        rc = (rc == SQLITE_DONE) ? SQLITE_OK : rc;
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+    }
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK) {
+        sqlite3_exec(db->handle, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return sqlite3_exec(db->handle, "COMMIT", NULL, NULL, NULL);
+}
+
+int ref_fetch_all_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum) {
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v3(db->handle, "SELECT id, title, done, updatedAt FROM reminders", -1, 0, &stmt, NULL);
+    if (rc != SQLITE_OK) return rc;
+    size_t capacity = 1024, count = 0;
+    ref_reminder *items = malloc(sizeof(ref_reminder) * capacity);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        if (count == capacity) {
+            capacity *= 2;
+            items = realloc(items, sizeof(ref_reminder) * capacity);
+        }
+        ref_reminder *item = &items[count++];
+        item->id = sqlite3_column_int64(stmt, 0);
+        const unsigned char *title = sqlite3_column_text(stmt, 1);
+        int length = sqlite3_column_bytes(stmt, 1);
+        item->title = malloc((size_t)length + 1);
+        memcpy(item->title, title, (size_t)length + 1);
+        item->done = sqlite3_column_int(stmt, 2);
+        item->updated_at = sqlite3_column_double(stmt, 3);
+    }
+    sqlite3_finalize(stmt);
+    int64_t checksum = 0;
+    for (size_t i = 0; i < count; i++) {
+        checksum += items[i].id + (int64_t)strlen(items[i].title) + items[i].done + (int64_t)items[i].updated_at;
+        free(items[i].title);
+    }
+    free(items);
+    *out_count = (int64_t)count;
+    *out_checksum = checksum;
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int ref_scan_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum) {
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v3(db->handle, "SELECT id, title, done, updatedAt FROM reminders", -1, 0, &stmt, NULL);
+    if (rc != SQLITE_OK) return rc;
+    int64_t count = 0, checksum = 0;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        checksum += sqlite3_column_int64(stmt, 0);
+        const unsigned char *title = sqlite3_column_text(stmt, 1);
+        checksum += sqlite3_column_bytes(stmt, 1) + (title ? title[0] : 0);
+        checksum += sqlite3_column_int(stmt, 2);
+        checksum += (int64_t)sqlite3_column_double(stmt, 3);
+        count++;
+    }
+    sqlite3_finalize(stmt);
+    *out_count = count;
+    *out_checksum = checksum;
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}

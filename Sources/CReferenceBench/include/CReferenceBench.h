@@ -1,0 +1,34 @@
+#ifndef OFFLINESTORE_CREFERENCEBENCH_H
+#define OFFLINESTORE_CREFERENCEBENCH_H
+
+#include <stdint.h>
+
+// The benchmark's reference: the same workloads as ostore-bench, written
+// directly against libsqlite3, so ratios measure our layer's overhead over
+// the physical limit. Every function returns an SQLite result code (0 = OK).
+
+typedef struct ref_database ref_database;
+
+/// Opens `path` with the benchmark's settings: WAL, synchronous=NORMAL, foreign_keys=ON.
+int ref_open(const char *path, ref_database **out);
+void ref_close(ref_database *db);
+
+/// Runs SQL that returns no rows (set-up between runs; not timed).
+int ref_exec(ref_database *db, const char *sql);
+
+/// Inserts `count` reminders (id i+1, title "Reminder #i", done i%2, updatedAt 1.7e9+i)
+/// with one prepared statement in one transaction. Titles are formatted before the clock starts.
+int ref_insert_reminders(ref_database *db, int64_t count, char **titles);
+
+/// Formats the titles the insert workloads use (the caller frees with ref_free_titles).
+char **ref_make_titles(int64_t count);
+void ref_free_titles(char **titles, int64_t count);
+
+/// Fetches every reminder into a heap array of structs (titles copied), then frees it.
+/// `out_count` receives the number of rows and `out_checksum` a sum over every field.
+int ref_fetch_all_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum);
+
+/// Steps through every reminder reading each column without keeping it.
+int ref_scan_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum);
+
+#endif

@@ -1,0 +1,62 @@
+import Foundation
+
+// ostore-bench GROUP [--rows N] [--runs N] [--json]
+// Prints, per workload, the median time of ours and of the C reference and their ratio.
+
+let usage = """
+    usage: ostore-bench database [--rows N] [--runs N] [--only S] [--json]
+
+      database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
+      --rows N   rows per workload (default 200000)
+      --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
+      --only S   run only the workloads whose name contains S
+      --json     print a JSON array of {"workload", "ours_ms", "reference_ms", "ratio"}
+    """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let group = arguments.first, !group.hasPrefix("-") else {
+    FileHandle.standardError.write(Data((usage + "\n").utf8))
+    exit(2)
+}
+arguments.removeFirst()
+
+var options = BenchmarkOptions()
+while let flag = arguments.first {
+    arguments.removeFirst()
+    switch flag {
+    case "--json":
+        options.json = true
+    case "--only":
+        guard let text = arguments.first else {
+            FileHandle.standardError.write(Data("ostore-bench: --only needs part of a workload name\n".utf8))
+            exit(2)
+        }
+        arguments.removeFirst()
+        options.only = text
+    case "--rows", "--runs":
+        guard let text = arguments.first, let value = Int(text), value > 0 else {
+            FileHandle.standardError.write(Data("ostore-bench: \(flag) needs a positive number\n".utf8))
+            exit(2)
+        }
+        arguments.removeFirst()
+        if flag == "--rows" { options.rows = value } else { options.runs = value }
+    default:
+        FileHandle.standardError.write(Data("ostore-bench: unknown option \(flag)\n\(usage)\n".utf8))
+        exit(2)
+    }
+}
+
+do {
+    let results: [BenchmarkResult]
+    switch group {
+    case "database":
+        results = try DatabaseWorkloads(options: options).run()
+    default:
+        FileHandle.standardError.write(Data("ostore-bench: unknown group \(group)\n\(usage)\n".utf8))
+        exit(2)
+    }
+    print(options.json ? BenchmarkResult.json(results) : BenchmarkResult.table(results))
+} catch {
+    FileHandle.standardError.write(Data("ostore-bench: \(error)\n".utf8))
+    exit(1)
+}

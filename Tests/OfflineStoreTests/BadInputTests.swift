@@ -1,0 +1,205 @@
+import Foundation
+import OfflineStore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("Bad input and defaults")
+struct BadInputTests {
+    @Test func invalidSQLNamesTheSQL() throws {
+        let db = try Database.inMemory()
+        let sql = "SELEKT * FROM nowhere"
+        let error = try #require(throws: DatabaseError.self) { try db.execute(sql: sql) }
+        #expect(error.resultCode == .error)
+        #expect(error.message.contains("syntax error"))
+        #expect(error.sql == sql)
+        #expect(error.description.contains(sql))
+
+        let missingTable = try #require(throws: DatabaseError.self) { try db.fetchCursor("SELECT * FROM nowhere") }
+        #expect(missingTable.message.contains("no such table: nowhere"))
+        #expect(missingTable.sql == "SELECT * FROM nowhere")
+    }
+
+    @Test func doubleQuotedStringsAreIdentifiers() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t (x TEXT)")
+        // With SQLite's legacy quirk "abc" would silently be the string 'abc'; here it is an unknown column.
+        let error = try #require(throws: DatabaseError.self) { try db.execute("INSERT INTO t VALUES (\"abc\")") }
+        #expect(error.message.contains("no such column"))
+    }
+
+    @Test func fileThatIsNotADatabase() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("garbage.sqlite")
+        let garbage = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: URL(fileURLWithPath: path))
+
+        var matched = false
+        do {
+            _ = try Database(path: path)
+            Issue.record("opening garbage should fail")
+        } catch DatabaseError.notADatabase {
+            matched = true
+        } catch {
+            Issue.record("unexpected error: \(error)")
+        }
+        #expect(matched)
+        let error = try #require(throws: DatabaseError.self) { try Database(path: path) }
+        #expect(error.resultCode == .notADatabase)
+        #expect(error.description.contains("not an SQLite database"))
+        // The file is left as it was.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+    }
+
+    @Test func missingDirectoryCannotOpen() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("does/not/exist/db.sqlite")
+        let error = try #require(throws: DatabaseError.self) { try Database(path: path) }
+        #expect(error.primaryResultCode == .cantOpen)
+        #expect(error.message.contains(path))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("does")))
+    }
+
+    @Test func directoryIsNotADatabaseFile() throws {
+        let directory = try TemporaryDirectory()
+        let error = try #require(throws: DatabaseError.self) { try Database(path: directory.url.path) }
+        #expect(error.primaryResultCode == .cantOpen)
+    }
+
+    @Test func readonlyConnectionRefusesWrites() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("readonly.sqlite")
+        do {
+            let writer = try Database(path: path)
+            try writer.execute("CREATE TABLE t (x)")
+            try writer.execute("INSERT INTO t VALUES (\(1))")
+            try writer.close()
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let db = try Database(path: path, configuration: configuration)
+        #expect(try db.fetchValue(Int.self, "SELECT x FROM t") == 1)
+
+        var matched = false
+        do {
+            try db.execute("INSERT INTO t VALUES (\(2))")
+        } catch DatabaseError.readonly {
+            matched = true
+        } catch {
+            Issue.record("unexpected error: \(error)")
+        }
+        #expect(matched)
+        let create = try #require(throws: DatabaseError.self) { try db.execute("CREATE TABLE u (y)") }
+        #expect(create.primaryResultCode == .readonly)
+        #expect(create.description.contains("read-only"))
+        #expect(try db.fetchAll(Int.self, "SELECT x FROM t") == [1])
+    }
+
+    @Test func readonlyConnectionDoesNotCreateAFile() throws {
+        let directory = try TemporaryDirectory()
+        var configuration = Configuration()
+        configuration.readonly = true
+        let error = try #require(throws: DatabaseError.self) {
+            try Database(path: directory.path("absent.sqlite"), configuration: configuration)
+        }
+        #expect(error.primaryResultCode == .cantOpen)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("absent.sqlite")))
+    }
+
+    /// File permissions do not stop root, so this runs only for other users; `readonlyConnectionRefusesWrites`
+    /// covers read-only access for everyone.
+    @Test(.enabled(if: geteuid() != 0, "root ignores file permissions"))
+    func readonlyDirectoryCannotCreateADatabase() throws {
+        let directory = try TemporaryDirectory()
+        let locked = directory.path("locked")
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: locked)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: locked) }
+        let error = try #require(throws: DatabaseError.self) { try Database(path: locked + "/db.sqlite") }
+        #expect(error.primaryResultCode == .cantOpen)
+    }
+
+    @Test func foreignKeysAreOnByDefault() throws {
+        let db = try Database.inMemory()
+        #expect(try db.fetchValue(Int.self, "PRAGMA foreign_keys") == 1)
+        try db.execute("CREATE TABLE p (id INTEGER PRIMARY KEY)")
+        try db.execute("CREATE TABLE c (pid INTEGER REFERENCES p(id))")
+        let error = try #require(throws: DatabaseError.self) { try db.execute("INSERT INTO c VALUES (\(1))") }
+        #expect(error.resultCode == .constraintForeignKey)
+
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let lax = try Database.inMemory(configuration: configuration)
+        #expect(try lax.fetchValue(Int.self, "PRAGMA foreign_keys") == 0)
+        try lax.execute("CREATE TABLE p (id INTEGER PRIMARY KEY)")
+        try lax.execute("CREATE TABLE c (pid INTEGER REFERENCES p(id))")
+        try lax.execute("INSERT INTO c VALUES (\(1))")
+        #expect(try lax.count("c") == 1)
+    }
+
+    @Test func fileDatabasesUseWAL() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("wal.sqlite")
+        let db = try Database(path: path)
+        #expect(try db.fetchValue(String.self, "PRAGMA journal_mode") == "wal")
+        #expect(try db.fetchValue(Int.self, "PRAGMA synchronous") == 1)
+        #expect(try db.fetchValue(Int.self, "PRAGMA foreign_keys") == 1)
+        try db.execute("CREATE TABLE t (x)")
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(db.path == path)
+
+        let memory = try Database.inMemory()
+        #expect(try memory.fetchValue(String.self, "PRAGMA journal_mode") == "memory")
+
+        var configuration = Configuration()
+        configuration.journalMode = .delete
+        configuration.synchronous = .full
+        let classic = try Database(path: directory.path("classic.sqlite"), configuration: configuration)
+        #expect(try classic.fetchValue(String.self, "PRAGMA journal_mode") == "delete")
+        #expect(try classic.fetchValue(Int.self, "PRAGMA synchronous") == 2)
+    }
+
+    @Test func busyTimeoutIsApplied() throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .milliseconds(1_250)
+        let db = try Database.inMemory(configuration: configuration)
+        #expect(try db.fetchValue(Int.self, "PRAGMA busy_timeout") == 1_250)
+    }
+
+    @Test func prepareDatabaseRunsAndItsFailureFailsTheOpen() throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase = { db in
+            try db.execute("CREATE TEMP TABLE prepared (x)")
+        }
+        let db = try Database.inMemory(configuration: configuration)
+        #expect(try db.tableExists("prepared", schema: "temp"))
+
+        configuration.prepareDatabase = { db in try db.execute("NOT SQL") }
+        let error = try #require(throws: DatabaseError.self) { try Database.inMemory(configuration: configuration) }
+        #expect(error.message.contains("Configuration.prepareDatabase failed"))
+        #expect(error.sql == "NOT SQL")
+    }
+
+    @Test func textThatIsNotUTF8IsAConversionError() throws {
+        let db = try Database.inMemory()
+        let error = try #require(throws: DatabaseError.self) {
+            try db.fetchAll(String.self, "SELECT CAST(x'FF41' AS TEXT)")
+        }
+        #expect(error.resultCode == .mismatch)
+        #expect(error.message.contains("not valid UTF-8"))
+        #expect(try db.fetchAll(Data.self, "SELECT CAST(CAST(x'FF41' AS TEXT) AS BLOB)") == [Data([0xFF, 0x41])])
+    }
+
+    @Test func hugeAndOddValues() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t (v)")
+        let big = String(repeating: "é", count: 1_000_000)
+        try db.execute("INSERT INTO t VALUES (\(big))")
+        #expect(try db.fetchAll(String.self, "SELECT v FROM t") == [big])
+        let blob = Data(repeating: 0, count: 2_000_000)
+        try db.execute("UPDATE t SET v = \(blob)")
+        #expect(try db.fetchAll(Data.self, "SELECT v FROM t") == [blob])
+    }
+}

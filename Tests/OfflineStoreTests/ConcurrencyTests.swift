@@ -1,0 +1,267 @@
+import Dispatch
+import Foundation
+import OfflineStore
+import Testing
+
+/// DatabasePool: one writer, concurrent WAL readers. Run under TSan with
+/// `swift test --filter ConcurrencyTests --sanitize=thread`.
+@Suite struct ConcurrencyTests {
+    static func makePool(_ directory: TemporaryDirectory, readers: Int = 4) throws -> DatabasePool {
+        let pool = try DatabasePool(path: directory.path("pool.sqlite"), maximumReaderCount: readers)
+        try pool.write { db in
+            try db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, batch INTEGER NOT NULL)")
+        }
+        return pool
+    }
+
+    static func count(_ db: Database) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM items") ?? -1
+    }
+
+    @Test func readersSeeTheLastCommitWhileAWriteIsInProgress() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        try pool.write { db in
+            for _ in 0..<10 { try db.execute("INSERT INTO items (batch) VALUES (\(0))") }
+        }
+
+        let writerInside = DispatchSemaphore(value: 0)
+        let releaseWriter = DispatchSemaphore(value: 0)
+        let writerFinished = DispatchSemaphore(value: 0)
+        let writeResult = Locked<Result<Int, any Error>?>(nil)
+        DispatchQueue.global().async {
+            let result = Result {
+                try pool.write { db in
+                    for _ in 0..<5 { try db.execute("INSERT INTO items (batch) VALUES (\(1))") }
+                    let seenByWriter = try Self.count(db)
+                    writerInside.signal()
+                    // Hold the write transaction open until the readers are done.
+                    _ = releaseWriter.wait(timeout: .now() + 30)
+                    return seenByWriter
+                }
+            }
+            writeResult.withLock { $0 = result }
+            writerFinished.signal()
+        }
+        #expect(writerInside.wait(timeout: .now() + 10) == .success)
+
+        // Several reads on other threads finish while the write is still open, and see the committed state.
+        let readerCount = 6
+        let counts = Locked<[Int]>([])
+        let readErrors = Locked<[String]>([])
+        let readsDone = DispatchGroup()
+        for _ in 0..<readerCount {
+            DispatchQueue.global().async(group: readsDone) {
+                do {
+                    let count = try pool.read { db in try Self.count(db) }
+                    counts.withLock { $0.append(count) }
+                } catch {
+                    readErrors.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(readsDone.wait(timeout: .now() + 10) == .success, "readers were blocked by the writer")
+        #expect(readErrors.value.isEmpty, "\(readErrors.value)")
+        #expect(counts.value == Array(repeating: 10, count: readerCount))
+        #expect(writeResult.value == nil, "the writer must still be inside its transaction")
+
+        releaseWriter.signal()
+        #expect(writerFinished.wait(timeout: .now() + 10) == .success)
+        #expect(try writeResult.value?.get() == 15)
+
+        // After the commit every reader sees the new rows.
+        #expect(try pool.read { db in try Self.count(db) } == 15)
+        let afterCommit = Locked<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if let count = try? pool.read({ db in try Self.count(db) }) { afterCommit.withLock { $0.append(count) } }
+        }
+        #expect(afterCommit.value == [15, 15, 15, 15])
+    }
+
+    @Test func asyncReadsAndWritesFromManyTasks() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let writers = 40
+        let rowsPerWrite = 5
+
+        let observed = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for batch in 0..<writers {
+                group.addTask {
+                    try await pool.write { db in
+                        for _ in 0..<rowsPerWrite {
+                            try db.execute("INSERT INTO items (batch) VALUES (\(batch))")
+                        }
+                    }
+                    return []
+                }
+                group.addTask {
+                    let count = try await pool.read { db in try Self.count(db) }
+                    return [count]
+                }
+            }
+            var observed: [Int] = []
+            for try await counts in group { observed += counts }
+            return observed
+        }
+
+        #expect(observed.count == writers)
+        // Each write is one transaction: readers only ever see whole batches.
+        #expect(observed.allSatisfy { $0 % rowsPerWrite == 0 && $0 >= 0 && $0 <= writers * rowsPerWrite })
+        let total = try await pool.read { db in try Self.count(db) }
+        #expect(total == writers * rowsPerWrite)
+        let batches = try await pool.read { db in
+            try db.fetchAll(Int.self, "SELECT count(*) FROM items GROUP BY batch ORDER BY batch")
+        }
+        #expect(batches == Array(repeating: rowsPerWrite, count: writers))
+    }
+
+    @Test func concurrentIncrementsAreNotLost() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        try await pool.write { db in
+            try db.execute("CREATE TABLE counter (value INTEGER NOT NULL)")
+            try db.execute("INSERT INTO counter VALUES (\(0))")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await pool.write { db in
+                        // Read-modify-write in one IMMEDIATE transaction: no other writer can interleave.
+                        let value = try db.fetchValue(Int.self, "SELECT value FROM counter") ?? 0
+                        try db.execute("UPDATE counter SET value = \(value + 1)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await pool.read { db in try db.fetchValue(Int.self, "SELECT value FROM counter") } == 50)
+    }
+
+    @Test func reentrantWriteIsAMisuseNotADeadlock() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let outcome = try onAnotherThread("a write inside a write") { () -> String in
+            do {
+                try pool.write { db in
+                    try db.execute("INSERT INTO items (batch) VALUES (\(1))")
+                    try pool.write { db in try db.execute("INSERT INTO items (batch) VALUES (\(2))") }
+                }
+                return "no error"
+            } catch let error as DatabaseError {
+                return error.resultCode == .misuse && error.message.contains("write called inside write")
+                    ? "misuse" : "\(error)"
+            }
+        }
+        #expect(outcome == "misuse")
+        // The outer write was rolled back and the pool still works.
+        #expect(try pool.read { db in try Self.count(db) } == 0)
+        try pool.write { db in try db.execute("INSERT INTO items (batch) VALUES (\(3))") }
+        #expect(try pool.read { db in try Self.count(db) } == 1)
+    }
+
+    @Test func reentrantReadIsAMisuseNotADeadlock() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory, readers: 1)
+        let outcome = try onAnotherThread("a read inside a read") { () -> String in
+            do {
+                _ = try pool.read { _ in try pool.read { db in try Self.count(db) } }
+                return "no error"
+            } catch let error as DatabaseError {
+                return error.resultCode == .misuse ? "misuse" : "\(error)"
+            }
+        }
+        #expect(outcome == "misuse")
+        #expect(try pool.read { db in try Self.count(db) } == 0)
+    }
+
+    @Test func readersCannotWrite() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let error = try #require(throws: DatabaseError.self) {
+            try pool.read { db in try db.execute("INSERT INTO items (batch) VALUES (\(1))") }
+        }
+        #expect(error.primaryResultCode == .readonly)
+        #expect(try pool.read { db in try Self.count(db) } == 0)
+    }
+
+    @Test func writeRollsBackWhenTheBodyThrows() throws {
+        struct Stop: Error {}
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        #expect(throws: Stop.self) {
+            try pool.write { db in
+                try db.execute("INSERT INTO items (batch) VALUES (\(1))")
+                throw Stop()
+            }
+        }
+        #expect(try pool.read { db in try Self.count(db) } == 0)
+        try pool.writeWithoutTransaction { db in
+            #expect(!db.isInsideTransaction)
+            try db.execute("INSERT INTO items (batch) VALUES (\(1))")
+        }
+        #expect(try pool.read { db in try Self.count(db) } == 1)
+    }
+
+    @Test func poolRefusesInMemoryAndNonWALDatabases() throws {
+        for path in [":memory:", ""] {
+            let error = try #require(throws: DatabaseError.self) { try DatabasePool(path: path) }
+            #expect(error.resultCode == .misuse)
+        }
+        let directory = try TemporaryDirectory()
+        var configuration = Configuration()
+        configuration.journalMode = .delete
+        let error = try #require(throws: DatabaseError.self) {
+            try DatabasePool(path: directory.path("delete.sqlite"), configuration: configuration)
+        }
+        #expect(error.resultCode == .misuse)
+        configuration = Configuration()
+        configuration.readonly = true
+        #expect(throws: DatabaseError.self) {
+            try DatabasePool(path: directory.path("readonly.sqlite"), configuration: configuration)
+        }
+    }
+
+    @Test func closedPoolRefusesWork() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        _ = try pool.read { db in try Self.count(db) }
+        try pool.close()
+        let write = try #require(throws: DatabaseError.self) { try pool.write { _ in } }
+        #expect(write.resultCode == .misuse)
+        let read = try #require(throws: DatabaseError.self) { try pool.read { _ in } }
+        #expect(read.resultCode == .misuse)
+    }
+
+    @Test func closedPoolRefusesAsyncWork() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        try pool.close()
+        await #expect(throws: DatabaseError.self) { try await pool.read { db in try Self.count(db) } }
+        await #expect(throws: DatabaseError.self) { try await pool.write { db in try Self.count(db) } }
+    }
+
+    @Test func prepareDatabaseRunsOnEveryConnection() async throws {
+        let directory = try TemporaryDirectory()
+        var configuration = Configuration()
+        configuration.prepareDatabase = { db in
+            try db.add(
+                function: DatabaseFunction("shout", argumentCount: 1, deterministic: true) { arguments in
+                    guard case .text(let text) = arguments[0] else { return nil }
+                    return text.uppercased()
+                })
+        }
+        let pool = try DatabasePool(path: directory.path("functions.sqlite"), configuration: configuration)
+        #expect(try await pool.write { db in try db.fetchValue(String.self, "SELECT shout('a')") } == "A")
+        let results = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    try await pool.read { db in try db.fetchValue(String.self, "SELECT shout(\("r\(index)"))") }
+                }
+            }
+            var results: [String?] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        #expect(Set(results.compactMap { $0 }) == Set((0..<8).map { "R\($0)" }))
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import OfflineStore
+import Testing
+
+// The README's API tour, verbatim between the markers, so the example cannot rot.
+
+// tour:begin
+struct TourReminder: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "reminders"
+    var id: UUID
+    var title: String
+    var done: Bool
+    var dueAt: Date?
+}
+
+func tour(directory: String) async throws -> (titles: [String], count: Int) {
+    let pool = try DatabasePool(path: directory + "/reminders.sqlite")
+    try await pool.write { db in
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS reminders (
+                id BLOB PRIMARY KEY NOT NULL, title TEXT NOT NULL, done INTEGER NOT NULL, dueAt REAL)
+            """)
+        try TourReminder(id: UUID(), title: "Buy milk", done: false, dueAt: nil).insert(db)
+        let title = "Call Bob'); DROP TABLE reminders; --"  // bound as a value, never SQL text
+        try db.execute("INSERT INTO reminders (id, title, done) VALUES (\(UUID()), \(title), \(false))")
+    }
+    do {
+        try await pool.write { db in
+            let existing = try db.fetchValue(UUID.self, "SELECT id FROM reminders LIMIT 1")
+            try db.execute("INSERT INTO reminders (id, title, done) VALUES (\(existing), \("dup"), \(true))")
+        }
+    } catch DatabaseError.constraintPrimaryKey {
+        // the whole write was rolled back
+    }
+    let open = try await pool.read { db in
+        try TourReminder.fetchAll(db, "SELECT * FROM reminders WHERE done = \(false) ORDER BY title")
+    }
+    let count = try await pool.read { db in
+        try db.fetchValue(Int.self, "SELECT count(*) FROM reminders") ?? 0
+    }
+    return (open.map(\.title), count)
+}
+// tour:end
+
+@Suite struct ReadmeTourTests {
+    @Test func tourRunsAsTheReadmeSays() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await tour(directory: directory.url.path)
+        #expect(result.titles == ["Buy milk", "Call Bob'); DROP TABLE reminders; --"])
+        #expect(result.count == 2)
+    }
+
+    @Test func readmeShowsTheTourVerbatim() throws {
+        let testFile = URL(fileURLWithPath: #filePath)
+        let readme = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("README.md")
+        let readmeText = try String(contentsOf: readme, encoding: .utf8)
+        let source = try String(contentsOf: testFile, encoding: .utf8)
+        let begin = try #require(source.range(of: "// tour:begin\n"))
+        let end = try #require(source.range(of: "// tour:end"))
+        let tourCode = String(source[begin.upperBound..<end.lowerBound])
+        #expect(readmeText.contains(tourCode))
+    }
+}
