@@ -9,7 +9,8 @@ workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 db="$workdir/reminders.sqlite"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; }
 
 step reminders --db "$db" add Buy milk
 milk=$("$reminders" --db "$db" add Buy milk); echo "$milk"

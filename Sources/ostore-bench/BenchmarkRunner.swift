@@ -55,10 +55,15 @@ struct BenchmarkResult: Encodable {
 }
 
 /// Times `body` `runs` times after `setUp` (untimed) and returns the median in milliseconds.
-/// Ours and the reference alternate per run so drift in the machine hits both alike.
+/// One untimed round warms caches and the allocator first; then ours and the reference
+/// alternate per run so drift in the machine hits both alike.
 func measure(
     runs: Int, setUp: () throws -> Void, ours: () throws -> Void, reference: () throws -> Void
 ) throws -> (ours: Double, reference: Double) {
+    try setUp()
+    try ours()
+    try setUp()
+    try reference()
     var oursTimes: [Double] = []
     var referenceTimes: [Double] = []
     let clock = ContinuousClock()

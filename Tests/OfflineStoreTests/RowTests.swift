@@ -102,7 +102,7 @@ struct RowTests {
             #expect(error.message.contains("\(index)"))
             #expect(throws: DatabaseError.self) { try row.decode(String.self, at: index) }
         }
-        let detached = Row(columns: ["a"], values: [.integer(1)])
+        let detached = try Row(columns: ["a"], values: [.integer(1)])
         let error = try #require(throws: DatabaseError.self) { try detached.databaseValue(at: 1) }
         #expect(error.resultCode == .range)
     }
@@ -181,11 +181,19 @@ struct RowTests {
     }
 
     @Test func detachedRows() throws {
-        let row = Row(columns: ["a", "B"], values: [.text("x"), .null])
+        let row = try Row(columns: ["a", "B"], values: [.text("x"), .null])
         #expect(row.count == 2)
         #expect(try row.decode(String.self, column: "a") == "x")
         #expect(try row.decode(Int?.self, column: "b") == nil)
         #expect(throws: DatabaseError.self) { try row.decode(Int.self, column: "b") }
+    }
+
+    @Test func detachedRowWithMismatchedCountsIsRefused() throws {
+        let error = try #require(throws: DatabaseError.self) {
+            try Row(columns: ["a", "b"], values: [.integer(1)])
+        }
+        #expect(error.resultCode == .misuse)
+        #expect(error.message.contains("2 columns, 1 values"))
     }
 
     @Test func fetchedRowsAreCopies() throws {

@@ -85,8 +85,12 @@ public struct Row {
     var statement: Statement? { unmanagedStatement?.takeUnretainedValue() }
 
     /// A detached row of values (for tests and for building rows by hand).
-    public init(columns: [String], values: [DatabaseValue]) {
-        precondition(columns.count == values.count, "a Row needs one value per column")
+    /// Throws a misuse error unless there is exactly one value per column.
+    public init(columns: [String], values: [DatabaseValue]) throws {
+        guard columns.count == values.count else {
+            throw DatabaseError.misuse(
+                "a Row needs one value per column: \(columns.count) columns, \(values.count) values")
+        }
         self.init(values: values, columns: RowColumns(names: columns))
     }
 

@@ -93,6 +93,10 @@ public final class Statement {
                 ).with(sql: sql, arguments: nil, showsArguments: false)
             }
             code = sqlite3_bind_double(handle, position, real)
+        case .text(let text) where text.utf8.count > Int32.max:
+            throw tooBig(index, text.utf8.count)
+        case .blob(let bytes) where bytes.count > Int32.max:
+            throw tooBig(index, bytes.count)
         case .text(var text):
             code = text.withUTF8 { bytes in
                 bytes.withMemoryRebound(to: CChar.self) {
@@ -108,6 +112,12 @@ public final class Statement {
             }
         }
         guard code == SQLITE_OK else { throw connection.lastError(code: code, sql: sql) }
+    }
+
+    private func tooBig(_ index: Int, _ byteCount: Int) -> DatabaseError {
+        DatabaseError(
+            resultCode: .tooBig, message: "parameter \(index) holds \(byteCount) bytes, more than SQLite can bind",
+            sql: sql)
     }
 
     /// Binds all arguments after checking their number (and names) against the SQL.
