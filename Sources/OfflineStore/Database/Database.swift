@@ -22,10 +22,12 @@ public final class Database {
     public let configuration: Configuration
 
     let connection: ConnectionHandle
-    var statementCache: [String: Statement] = [:]
-    var recordInsertStatements: [RecordInsertKey: Statement] = [:]
-    var recentRecordInserts: [ObjectIdentifier: RecentRecordInsert] = [:]
-    var recordScratch = PersistenceContainer()
+    // Per-statement and per-record state, touched on every execution. A Database is
+    // not Sendable, so accesses never overlap and need no dynamic exclusivity checks.
+    @exclusivity(unchecked) var statementCache: [String: Statement] = [:]
+    @exclusivity(unchecked) var recordInsertStatements: [RecordInsertKey: Statement] = [:]
+    @exclusivity(unchecked) var recentRecordInserts: [ObjectIdentifier: RecentRecordInsert] = [:]
+    @exclusivity(unchecked) var recordScratch = PersistenceContainer()
     var savepointDepth = 0
     var hooks = HookBoxes()
 

@@ -14,7 +14,8 @@ import Foundation
 /// print(encoder.container.columns)  // ["id", "title", "done"]
 /// ```
 public final class RecordEncoder: Encoder {
-    public private(set) var container = PersistenceContainer()
+    // Written once per property; the encoder is not Sendable, so accesses never overlap.
+    @exclusivity(unchecked) public private(set) var container = PersistenceContainer()
     public let codingPath: [any CodingKey] = []
     public var userInfo: [CodingUserInfoKey: Any] { [:] }
 
