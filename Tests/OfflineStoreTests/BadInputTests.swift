@@ -202,4 +202,46 @@ struct BadInputTests {
         try db.execute("UPDATE t SET v = \(blob)")
         #expect(try db.fetchAll(Data.self, "SELECT v FROM t") == [blob])
     }
+
+    /// Regression: a huge busy timeout overflowed the millisecond conversion and trapped.
+    @Test func hugeBusyTimeoutSaturates() throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .seconds(Int64.max / 100)
+        let db = try Database.inMemory(configuration: configuration)
+        #expect(try db.fetchValue(Int.self, "SELECT 1") == 1)
+    }
+
+    /// Regression: `close()` with an open transaction and a statement still held kept the
+    /// write lock (sqlite3_close_v2 finishes closing only when the last statement goes).
+    @Test func closeReleasesTheWriteLockEvenWithStatementsHeld() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("locked.sqlite")
+        let first = try Database(path: path)
+        try first.execute("CREATE TABLE t (x INTEGER)")
+        try first.execute("BEGIN IMMEDIATE")
+        try first.execute("INSERT INTO t VALUES (\(1))")
+        let held = try first.makeStatement("SELECT x FROM t")
+        try first.close()
+
+        var configuration = Configuration()
+        configuration.busyTimeout = .milliseconds(100)
+        let second = try Database(path: path, configuration: configuration)
+        try second.execute("INSERT INTO t VALUES (\(2))")
+        #expect(try second.fetchAll(Int.self, "SELECT x FROM t") == [2])
+        #expect(throws: DatabaseError.self) { try held.execute() }
+    }
+
+    /// Regression: named arguments were missing from the error context.
+    @Test func namedArgumentsAppearInErrorsOnOptIn() throws {
+        var configuration = Configuration()
+        configuration.publicStatementArguments = true
+        let db = try Database.inMemory(configuration: configuration)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        try db.execute(sql: "INSERT INTO t (id) VALUES (:id)", arguments: ["id": 7])
+        let error = try #require(throws: DatabaseError.self) {
+            try db.execute(sql: "INSERT INTO t (id) VALUES (:id)", arguments: ["id": 7])
+        }
+        #expect(error.arguments == [.integer(7)])
+        #expect(error.description.contains("with arguments [7]"), "\(error)")
+    }
 }

@@ -264,4 +264,63 @@ import Testing
         }
         #expect(Set(results.compactMap { $0 }) == Set((0..<8).map { "R\($0)" }))
     }
+
+    /// Regression: a transaction left open by `writeWithoutTransaction` made every later
+    /// `write` a savepoint of it, so nothing was ever committed.
+    @Test func transactionLeftOpenByWriteWithoutTransactionIsRolledBack() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let error = try #require(throws: DatabaseError.self) {
+            try pool.writeWithoutTransaction { db in
+                try db.execute("BEGIN IMMEDIATE")
+                try db.execute("INSERT INTO items (batch) VALUES (\(1))")
+            }
+        }
+        #expect(error.resultCode == .misuse)
+        #expect(error.message.contains("left a transaction open"))
+        try pool.write { db in try db.execute("INSERT INTO items (batch) VALUES (\(2))") }
+        #expect(try pool.read { db in try db.fetchAll(Int.self, "SELECT batch FROM items") } == [2])
+    }
+
+    /// Regression: closing the pool inside its own write deadlocked on the writer lock.
+    @Test func closingInsideAWriteIsAMisuseNotADeadlock() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let outcome = try onAnotherThread("close inside a write") { () -> String in
+            do {
+                try pool.write { _ in try pool.close() }
+                return "no error"
+            } catch let error as DatabaseError {
+                return error.resultCode == .misuse ? "misuse" : "\(error)"
+            }
+        }
+        #expect(outcome == "misuse")
+        try pool.write { db in try db.execute("INSERT INTO items (batch) VALUES (\(1))") }
+        try pool.close()
+    }
+
+    /// Regression: readers applied `query_only` before the app's preparation, so a
+    /// preparation creating TEMP objects made every read fail.
+    @Test func readerPreparationMayCreateTemporaryObjects() throws {
+        let directory = try TemporaryDirectory()
+        var configuration = Configuration()
+        configuration.prepareDatabase = { db in
+            try db.execute("CREATE TEMP TABLE IF NOT EXISTS scratch (x INTEGER)")
+        }
+        let pool = try DatabasePool(path: directory.path("prepared.sqlite"), configuration: configuration)
+        try pool.write { db in try db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)") }
+        #expect(try pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM temp.scratch") } == 0)
+        let readOnly = try #require(throws: DatabaseError.self) {
+            try pool.read { db in try db.execute("INSERT INTO items (id) VALUES (\(1))") }
+        }
+        #expect(readOnly.resultCode ~= .readonly)
+    }
+
+    /// Regression: a reader the body closed went back into the pool and failed every later read.
+    @Test func readerClosedByItsBodyIsReplaced() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory, readers: 1)
+        _ = try? pool.read { db in try db.close() }
+        #expect(try pool.read { db in try Self.count(db) } == 0)
+    }
 }

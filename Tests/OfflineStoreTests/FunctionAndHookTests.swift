@@ -117,7 +117,7 @@ struct FunctionAndHookTests {
         #expect(try db.fetchValue(Int.self, "SELECT to_int(\(4))") == 4)
         let error = try #require(throws: DatabaseError.self) { try db.fetchValue(Int.self, "SELECT to_int('x')") }
         #expect(error.resultCode == .mismatch)
-        #expect(error.message.contains("TEXT 'x'"))
+        #expect(error.message.contains("cannot convert TEXT (1 bytes) to Int"), "\(error)")
     }
 
     @Test func removedFunctionIsGone() throws {
@@ -205,5 +205,23 @@ struct FunctionAndHookTests {
         db.setRollbackHook(nil)
         #expect(throws: Stop.self) { try db.transaction { _ in throw Stop() } }
         #expect(rollbacks.value == 1)
+    }
+
+    /// Regression: invalid UTF-8 arguments were repaired with U+FFFD, so `UPDATE t SET c = f(c)`
+    /// could rewrite stored bytes.
+    @Test func invalidUTF8ArgumentIsAnErrorNotARepair() throws {
+        try db.add(function: DatabaseFunction("ident", argumentCount: 1, deterministic: true) { $0[0] })
+        #expect(try db.fetchValue(String.self, "SELECT ident('héllo')") == "héllo")
+        let error = try #require(throws: DatabaseError.self) {
+            try db.fetchValue(Data.self, "SELECT CAST(ident(CAST(x'61ff62' AS TEXT)) AS BLOB)")
+        }
+        #expect(error.message.contains("not valid UTF-8"), "\(error)")
+    }
+
+    /// NaN would become NULL in SQLite: a function returning it is an error.
+    @Test func nanResultIsAnError() throws {
+        try db.add(function: DatabaseFunction("nan", argumentCount: 0) { _ in Double.nan })
+        let error = try #require(throws: DatabaseError.self) { try db.fetchValue(Double.self, "SELECT nan()") }
+        #expect(error.message.contains("NaN"), "\(error)")
     }
 }

@@ -124,8 +124,48 @@ struct RowTests {
         let error = try #require(throws: DatabaseError.self) { try row.decode(Int.self, column: "name") }
         #expect(error.resultCode == .mismatch)
         #expect(error.message.contains("column 'name'"))
-        #expect(error.message.contains("TEXT 'Ada'"))
+        #expect(error.message.contains("TEXT (3 bytes)"))
         #expect(error.sql == "SELECT id, name FROM people WHERE id = ?")
+    }
+
+    /// Regression: conversion errors used to quote the stored value, which is user data.
+    @Test func conversionErrorsShowTheValueOnlyOnOptIn() throws {
+        for optIn in [false, true] {
+            var configuration = Configuration()
+            configuration.publicStatementArguments = optIn
+            let db = try Database.inMemory(configuration: configuration)
+            let error = try #require(throws: DatabaseError.self) {
+                try db.fetchValue(Int.self, "SELECT \("hunter2-secret")")
+            }
+            #expect(error.value == .text("hunter2-secret"))
+            #expect(!error.message.contains("hunter2"))
+            #expect(error.description.contains("hunter2") == optIn, "\(error)")
+        }
+    }
+
+    /// Regression: column names were read once at prepare; SQLite re-prepares a cached
+    /// `SELECT *` after a schema change, and values came back under the old names.
+    @Test func columnNamesFollowAReprepareAfterASchemaChange() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("rebuild.sqlite")
+        let reader = try Database(path: path)
+        let writer = try Database(path: path)
+        try writer.executeScript("CREATE TABLE rem (title TEXT, note TEXT); INSERT INTO rem VALUES ('T', 'N');")
+        let before = try #require(try reader.fetchOne("SELECT * FROM rem"))
+        #expect(try before.decode(String.self, column: "title") == "T")
+
+        try writer.executeScript(
+            """
+            CREATE TABLE rem_new (note TEXT, title TEXT, done INTEGER DEFAULT 0);
+            INSERT INTO rem_new (note, title) SELECT note, title FROM rem;
+            DROP TABLE rem;
+            ALTER TABLE rem_new RENAME TO rem;
+            """)
+        let after = try #require(try reader.fetchOne("SELECT * FROM rem"))
+        #expect(after.columnNames == ["note", "title", "done"])
+        #expect(try after.decode(String.self, column: "title") == "T")
+        #expect(try after.decode(String.self, column: "note") == "N")
+        #expect(try after.decode(Int.self, column: "done") == 0)
     }
 
     @Test func staleRowFromACursorIsAMisuse() throws {

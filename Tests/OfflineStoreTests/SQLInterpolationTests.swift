@@ -67,8 +67,17 @@ struct SQLInterpolationTests {
         #expect(query.arguments == [.integer(3), .integer(1), .integer(2), .text("a")])
 
         let empty: SQL = "SELECT * FROM t WHERE id IN (\(list: [Int]()))"
-        #expect(empty.text == "SELECT * FROM t WHERE id IN (NULL)")
+        #expect(empty.text == "SELECT * FROM t WHERE id IN ()")
         #expect(empty.arguments.isEmpty)
+    }
+
+    /// Regression: an empty list used to become `(NULL)`, and `NOT IN (NULL)` matches no row.
+    @Test func emptyListsKeepInAndNotInMeanings() throws {
+        let db = try Database.inMemory()
+        try db.executeScript("CREATE TABLE t (id INTEGER PRIMARY KEY); INSERT INTO t VALUES (1), (2);")
+        let none = [Int]()
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM t WHERE id IN (\(list: none))") == 0)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM t WHERE id NOT IN (\(list: none))") == 2)
     }
 
     @Test func listsQueryARealTable() throws {

@@ -237,14 +237,56 @@ struct TransactionTests {
         #expect(try ids() == [])
     }
 
-    @Test func endingTheTransactionByHandIsAMisuse() throws {
+    @Test func endingTheTransactionByHandIsReported() throws {
         let error = try #require(throws: DatabaseError.self) {
             try db.transaction { db in
                 try insert(1)
                 try db.execute("COMMIT")
             }
         }
-        #expect(error.resultCode == .misuse)
+        #expect(error.resultCode == .abort)
+        #expect(error.message.contains("ran COMMIT or ROLLBACK itself"), "\(error)")
         #expect(!db.isInsideTransaction)
+    }
+
+    /// Regression: after SQLite rolled the transaction back on its own (here `INSERT OR ROLLBACK`),
+    /// statements the body still ran used to autocommit one by one.
+    @Test func statementsAfterSQLiteRolledBackAreRefusedNotAutocommitted() throws {
+        try insert(1)
+        var refused: DatabaseError?
+        let error = try #require(throws: DatabaseError.self) {
+            try db.transaction { db in
+                try insert(2)
+                // Swallowed, as careless code would: SQLite has now rolled back the whole transaction.
+                try? db.execute("INSERT OR ROLLBACK INTO items (id, name) VALUES (\(1), \("dup"))")
+                do {
+                    try insert(3)
+                } catch let error as DatabaseError {
+                    refused = error
+                }
+            }
+        }
+        #expect(error.resultCode == .abort)
+        #expect(refused?.resultCode == .abort)
+        #expect(refused?.message.contains("SQLite rolled back the enclosing transaction") == true)
+        #expect(try ids() == [1])
+        #expect(!db.isInsideTransaction)
+        try insert(4)  // the connection is usable again
+        #expect(try ids() == [1, 4])
+    }
+
+    /// Regression: the same inside a savepoint the README shows swallowing its error.
+    @Test func swallowedSavepointAfterRollbackDoesNotLeakAutocommits() throws {
+        try insert(1)
+        #expect(throws: DatabaseError.self) {
+            try db.transaction { db in
+                try insert(2)
+                try? db.savepoint { db in
+                    try db.execute("INSERT OR ROLLBACK INTO items (id, name) VALUES (\(1), \("dup"))")
+                }
+                try? insert(3)
+            }
+        }
+        #expect(try ids() == [1])
     }
 }

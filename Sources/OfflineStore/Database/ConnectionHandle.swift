@@ -9,6 +9,9 @@ final class ConnectionHandle {
     // Read before every statement step; the owning types are non-Sendable, so accesses never overlap.
     @usableFromInline @exclusivity(unchecked) private(set) var pointer: OpaquePointer?
     let showsArguments: Bool
+    /// How many `transaction`/outermost `savepoint` calls are running: while positive, a
+    /// connection back in autocommit mode means SQLite rolled the transaction back.
+    @exclusivity(unchecked) var managedTransactionDepth = 0
 
     init(path: String, flags: Int32, showsArguments: Bool) throws(DatabaseError) {
         self.showsArguments = showsArguments

@@ -29,6 +29,8 @@ extension Database {
     ) throws -> Result {
         if isInsideTransaction { return try savepoint(body) }
         try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+        connection.managedTransactionDepth += 1
+        defer { connection.managedTransactionDepth -= 1 }
         let result: Result
         do {
             result = try body(self)
@@ -36,11 +38,7 @@ extension Database {
             rollbackAfterFailure(error)
             throw error
         }
-        guard isInsideTransaction else {
-            throw DatabaseError.misuse(
-                "the transaction was ended by hand (COMMIT or ROLLBACK) inside transaction(_:_:); let it end the transaction"
-            )
-        }
+        guard isInsideTransaction else { throw transactionEndedEarly() }
         do {
             try execute(sql: "COMMIT TRANSACTION")
         } catch {
@@ -68,7 +66,10 @@ extension Database {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = quoteIdentifier("ostore_savepoint_\(savepointDepth)")
+        let startsTransaction = !isInsideTransaction
         try execute(sql: "SAVEPOINT \(name)")
+        connection.managedTransactionDepth += 1
+        defer { connection.managedTransactionDepth -= 1 }
         let result: Result
         do {
             result = try body(self)
@@ -76,6 +77,7 @@ extension Database {
             rollbackSavepoint(name)
             throw error
         }
+        if startsTransaction, !isInsideTransaction { throw transactionEndedEarly() }
         do {
             try execute(sql: "RELEASE SAVEPOINT \(name)")
         } catch {
@@ -83,6 +85,14 @@ extension Database {
             throw error
         }
         return result
+    }
+
+    private func transactionEndedEarly() -> DatabaseError {
+        DatabaseError(
+            resultCode: .abort,
+            message:
+                "the transaction ended before its body returned: SQLite rolled it back (ROLLBACK conflict resolution, RAISE(ROLLBACK), a full disk, an I/O error) or the body ran COMMIT or ROLLBACK itself; statements after that point were refused rather than run in autocommit mode"
+        )
     }
 
     private func rollbackSavepoint(_ name: String) {

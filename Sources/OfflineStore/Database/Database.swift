@@ -71,7 +71,7 @@ public final class Database {
         try setFlag(SQLITE_DBCONFIG_DQS_DML, false, handle)
         try setFlag(SQLITE_DBCONFIG_DQS_DDL, false, handle)
         try setFlag(SQLITE_DBCONFIG_ENABLE_FKEY, configuration.foreignKeysEnabled, handle)
-        sqlite3_busy_timeout(handle, Int32(clamping: configuration.busyTimeout.milliseconds))
+        sqlite3_busy_timeout(handle, Int32(clamping: max(0, configuration.busyTimeout.milliseconds)))
 
         // Reading the schema here turns "file is not a database" into an error at open, not later.
         try execute(sql: "SELECT count(*) FROM sqlite_schema")
@@ -107,6 +107,19 @@ public final class Database {
     /// Finalizes cached statements and closes the connection. Statements the
     /// caller still holds fail with a misuse error afterwards; closing twice is a misuse error.
     public func close() throws(DatabaseError) {
+        // sqlite3_close_v2 only finishes closing when the last statement is finalized; until
+        // then an open transaction would keep its write lock. Reset every statement the
+        // caller may still hold and roll back, so the lock goes now.
+        if let handle = try? connection.handle(for: "close") {
+            var statement = sqlite3_next_stmt(handle, nil)
+            while let current = statement {
+                sqlite3_reset(current)
+                statement = sqlite3_next_stmt(handle, current)
+            }
+            if sqlite3_get_autocommit(handle) == 0 {
+                sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            }
+        }
         removeHooks()
         statementCache.removeAll()
         recordInsertStatements.removeAll()
@@ -148,8 +161,13 @@ public final class Database {
 extension Database: Sendable {}
 
 extension Duration {
+    /// Whole milliseconds, saturating instead of overflowing for huge durations.
     var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        if overflowAgain { return seconds < 0 ? .min : .max }
+        return total
     }
 }

@@ -26,7 +26,9 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     public let sql: String?
     /// The arguments bound to ``sql``; user data, shown in ``description`` only on opt-in.
     public let arguments: [DatabaseValue]?
-    /// Whether ``description`` may show ``arguments``.
+    /// The stored value a conversion refused; user data, shown in ``description`` only on opt-in.
+    public let value: DatabaseValue?
+    /// Whether ``description`` may show ``arguments`` and ``value``.
     public let showsArguments: Bool
 
     public init(
@@ -34,12 +36,14 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         message: String,
         sql: String? = nil,
         arguments: [DatabaseValue]? = nil,
+        value: DatabaseValue? = nil,
         showsArguments: Bool = false
     ) {
         self.resultCode = resultCode
         self.message = message
         self.sql = sql
         self.arguments = arguments
+        self.value = value
         self.showsArguments = showsArguments
     }
 
@@ -58,6 +62,9 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
                 text +=
                     " with \(arguments.count) argument(s) (hidden: set Configuration.publicStatementArguments to show them)"
             }
+        }
+        if let value, showsArguments {
+            text += " (value: \(value.sqlLiteralDescription))"
         }
         if let hint = Self.hint(for: resultCode) {
             text += ". \(hint)"
@@ -117,21 +124,21 @@ extension DatabaseError {
     }
 
     /// A value that cannot become the requested Swift type without loss.
-    static func conversion(_ message: String) -> DatabaseError {
-        DatabaseError(resultCode: .mismatch, message: message)
+    static func conversion(_ message: String, value: DatabaseValue? = nil) -> DatabaseError {
+        DatabaseError(resultCode: .mismatch, message: message, value: value)
     }
 
     /// The same error, with the statement context added when it had none.
     func with(sql: String, arguments: [DatabaseValue]?, showsArguments: Bool) -> DatabaseError {
         DatabaseError(
             resultCode: resultCode, message: message, sql: self.sql ?? sql,
-            arguments: self.arguments ?? arguments, showsArguments: showsArguments)
+            arguments: self.arguments ?? arguments, value: value, showsArguments: showsArguments)
     }
 
     /// The same error with more words in front of its message.
     func prefixed(_ context: String) -> DatabaseError {
         DatabaseError(
             resultCode: resultCode, message: "\(context): \(message)", sql: sql,
-            arguments: arguments, showsArguments: showsArguments)
+            arguments: arguments, value: value, showsArguments: showsArguments)
     }
 }

@@ -58,9 +58,14 @@ extension Database {
             handle, function.name, Int32(function.argumentCount ?? -1), flags, box,
             { context, count, arguments in
                 let box = Unmanaged<FunctionBox>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
-                let values = (0..<Int(count)).map { functionArgument(arguments?[$0]) }
                 do {
-                    setFunctionResult(context, try box.body(values)?.databaseValue ?? .null)
+                    let values = try (0..<Int(count)).map { try functionArgument(arguments?[$0], position: $0) }
+                    let result = try box.body(values)?.databaseValue ?? .null
+                    if case .real(let real) = result, real.isNaN {
+                        throw DatabaseError.conversion(
+                            "the function returned NaN, which SQLite would turn into NULL; return nil or a value")
+                    }
+                    setFunctionResult(context, result)
                 } catch let error as DatabaseError {
                     sqlite3_result_error(context, error.message, -1)
                     sqlite3_result_error_code(context, error.resultCode.rawValue)
@@ -87,7 +92,7 @@ extension Database {
 
 /// Copies one `sqlite3_value` argument into a ``DatabaseValue``.
 /// See <https://www.sqlite.org/c3ref/value_blob.html>.
-private func functionArgument(_ value: OpaquePointer?) -> DatabaseValue {
+private func functionArgument(_ value: OpaquePointer?, position: Int) throws -> DatabaseValue {
     switch sqlite3_value_type(value) {
     case SQLITE_INTEGER:
         return .integer(sqlite3_value_int64(value))
@@ -96,7 +101,12 @@ private func functionArgument(_ value: OpaquePointer?) -> DatabaseValue {
     case SQLITE_TEXT:
         guard let text = sqlite3_value_text(value) else { return .text("") }
         let count = Int(sqlite3_value_bytes(value))
-        return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        // Never repaired: a U+FFFD written back by the function would change stored bytes.
+        guard let decoded = decodeUTF8(UnsafeBufferPointer(start: text, count: count)) else {
+            throw DatabaseError.conversion(
+                "argument \(position + 1) is TEXT that is not valid UTF-8; pass CAST(... AS BLOB) instead")
+        }
+        return .text(decoded)
     case SQLITE_BLOB:
         let count = Int(sqlite3_value_bytes(value))
         guard let bytes = sqlite3_value_blob(value), count > 0 else { return .blob(Data()) }

@@ -43,8 +43,9 @@ public final class DatabasePool: Sendable {
         var readerConfiguration = configuration
         let userPreparation = configuration.prepareDatabase
         readerConfiguration.prepareDatabase = { db in
-            try db.execute(sql: "PRAGMA query_only = 1")
+            // The app's preparation first: it may create TEMP objects, which query_only forbids.
             try userPreparation?(db)
+            try db.execute(sql: "PRAGMA query_only = 1")
         }
         readers = ReaderConnections(
             path: path, configuration: readerConfiguration, maximumCount: max(1, maximumReaderCount))
@@ -53,14 +54,37 @@ public final class DatabasePool: Sendable {
     // MARK: Writing
 
     /// Runs `body` on the writer inside an IMMEDIATE transaction: commit on return, rollback on throw.
-    public func write<Output>(_ body: (Database) throws -> Output) throws -> Output {
+    /// `Output` is `Sendable` so nothing tied to the connection (a `Database`, `Row`,
+    /// cursor or `Statement`) can leave the lock.
+    public func write<Output: Sendable>(_ body: (Database) throws -> Output) throws -> Output {
         try writer.withConnection { db in try db.transaction(.immediate, body) }
     }
 
     /// Runs `body` on the writer without opening a transaction (for VACUUM, pragmas, or
-    /// transactions the body manages itself).
-    public func writeWithoutTransaction<Output>(_ body: (Database) throws -> Output) throws -> Output {
-        try writer.withConnection(body)
+    /// transactions the body manages itself). A transaction the body leaves open is rolled
+    /// back and reported as a misuse error, so it cannot swallow later writes.
+    public func writeWithoutTransaction<Output: Sendable>(_ body: (Database) throws -> Output) throws -> Output {
+        try writer.withConnection { db in
+            let output: Output
+            do {
+                output = try body(db)
+            } catch {
+                rollBackLeftoverTransaction(db)
+                throw error
+            }
+            if db.isInsideTransaction {
+                rollBackLeftoverTransaction(db)
+                throw DatabaseError.misuse(
+                    "writeWithoutTransaction's body left a transaction open; it was rolled back. Commit it in the body, or use write(_:)"
+                )
+            }
+            return output
+        }
+    }
+
+    private func rollBackLeftoverTransaction(_ db: Database) {
+        guard db.isInsideTransaction else { return }
+        try? db.execute(sql: "ROLLBACK TRANSACTION")
     }
 
     /// Async ``write(_:)``: the work runs on a dispatch queue, not on the caller's executor.
@@ -81,7 +105,7 @@ public final class DatabasePool: Sendable {
 
     /// Runs `body` on a reader inside a read transaction, so every query sees
     /// one consistent committed state. Blocks only when all readers are busy.
-    public func read<Output>(_ body: (Database) throws -> Output) throws -> Output {
+    public func read<Output: Sendable>(_ body: (Database) throws -> Output) throws -> Output {
         try readers.withConnection { db in
             try db.transaction(.deferred, body)
         }
@@ -143,6 +167,11 @@ private final class SerializedConnection: @unchecked Sendable {
     }
 
     func close() throws {
+        let me = currentThreadID()
+        if ownerLock.withLock({ owner.map { pthread_equal($0, me) != 0 } ?? false }) {
+            throw DatabaseError.misuse(
+                "close() called inside write on the same thread: close the pool after the write returns")
+        }
         lock.lock()
         defer { lock.unlock() }
         try connection?.close()
@@ -212,7 +241,9 @@ private final class ReaderConnections: @unchecked Sendable {
         if let index = busyThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
             busyThreads.remove(at: index)
         }
-        if isClosed {
+        if !connection.isOpen {
+            openCount -= 1  // the body closed it: open a fresh one next time
+        } else if isClosed {
             try? connection.close()
         } else {
             idle.append(connection)

@@ -34,14 +34,14 @@ public enum DatabaseValue: Hashable, Sendable {
         return false
     }
 
-    /// A short rendering for error messages: `INTEGER 42`, `TEXT 'abc'`, `BLOB (3 bytes)`.
+    /// A rendering for error messages that tells the kind and size of a value but
+    /// not its content (values are user data): `INTEGER`, `TEXT (12 bytes)`.
     var diagnosticDescription: String {
         switch self {
         case .null: "NULL"
-        case .integer(let value): "INTEGER \(value)"
-        case .real(let value): "REAL \(value)"
-        case .text(let value):
-            "TEXT '\(value.count > 40 ? String(value.prefix(40)) + "…" : value)'"
+        case .integer: "INTEGER"
+        case .real: "REAL"
+        case .text(let value): "TEXT (\(value.utf8.count) bytes)"
         case .blob(let value): "BLOB (\(value.count) bytes)"
         }
     }

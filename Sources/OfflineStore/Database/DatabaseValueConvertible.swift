@@ -56,7 +56,7 @@ extension DatabaseValueConvertible {
     static func conversionError(_ value: DatabaseValue, reason: String? = nil) -> DatabaseError {
         var message = "cannot convert \(value.diagnosticDescription) to \(Self.self) without loss"
         if let reason { message += " (\(reason))" }
-        return DatabaseError.conversion(message)
+        return DatabaseError.conversion(message, value: value)
     }
 }
 

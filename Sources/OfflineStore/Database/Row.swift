@@ -143,7 +143,7 @@ public struct Row {
         // Hot path: read the current row of a live statement in place, specialized for Value.
         let current = unmanagedStatement?._withUnsafeGuaranteedRef { statement -> OpaquePointer? in
             guard generation == statement.generation, statement.connection.isOpen,
-                UInt(bitPattern: index) < UInt(bitPattern: statement.columnCount)
+                UInt(bitPattern: index) < UInt(bitPattern: statement.storedColumnCount)
             else { return nil }
             return statement.pointer
         }
@@ -229,7 +229,10 @@ public struct Row {
     func contextualized(_ error: DatabaseError, column index: Int) -> DatabaseError {
         let name = index < columns.names.count ? columns.names[index] : "?"
         var result = error.prefixed("column '\(name)' (index \(index))")
-        if let sqlText { result = result.with(sql: sqlText, arguments: nil, showsArguments: false) }
+        if let statement {
+            result = result.with(
+                sql: statement.sql, arguments: nil, showsArguments: statement.connection.showsArguments)
+        }
         return result
     }
 }

@@ -81,7 +81,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
             text += quoteIdentifier(identifier)
         }
 
-        /// Several values as a comma-separated list of parameters, for `IN (...)`.
+        /// Several values as a comma-separated list of parameters, for `IN (...)`. An empty
+        /// sequence writes nothing: SQLite reads `x IN ()` as false and `x NOT IN ()` as true.
         public mutating func appendInterpolation<Values: Sequence>(list values: Values)
         where Values.Element: DatabaseValueConvertible {
             var first = true
@@ -90,7 +91,6 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
                 arguments.append(value.databaseValue)
                 first = false
             }
-            if first { text += "NULL" }  // `IN ()` is a syntax error; `IN (NULL)` matches nothing.
         }
 
         /// Another SQL fragment with its arguments.

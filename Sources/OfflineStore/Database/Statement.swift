@@ -21,8 +21,9 @@ public final class Statement {
     public let sql: String
     /// How many `?`/`:name` parameters the SQL has.
     public let parameterCount: Int
-    /// How many columns a row of this statement has.
-    public let columnCount: Int
+    /// How many columns a row of this statement has (re-read when SQLite re-prepares it after a schema change).
+    public var columnCount: Int { storedColumnCount }
+    @usableFromInline @exclusivity(unchecked) private(set) var storedColumnCount: Int
 
     // Read on every column access: exclusivity is guaranteed by the type being non-Sendable.
     @usableFromInline @exclusivity(unchecked) private(set) var pointer: OpaquePointer?
@@ -31,19 +32,37 @@ public final class Statement {
     @exclusivity(unchecked) var isIterating = false
     /// Bumped on every step and reset, so a ``Row`` can tell it outlived the row it viewed.
     @usableFromInline @exclusivity(unchecked) var generation: UInt64 = 0
-    /// Column names and their lookup table, read once at prepare time (decoding by name reads them per column).
-    let columns: RowColumns
+    /// Column names and their lookup table, read at prepare time and again whenever SQLite
+    /// re-prepares the statement (a `SELECT *` after a table rebuild can change them).
+    @exclusivity(unchecked) private(set) var columns: RowColumns
+    /// `SQLITE_STMTSTATUS_REPREPARE` when `columns` was read.
+    @exclusivity(unchecked) private var columnsReprepareCount: Int32 = 0
+    /// The next step is the first since a reset: the moment SQLite may re-prepare.
+    @exclusivity(unchecked) private var isAtStart = true
 
     init(sql: String, pointer: OpaquePointer, connection: ConnectionHandle) {
         self.sql = sql
         self.pointer = pointer
         self.connection = connection
         parameterCount = Int(sqlite3_bind_parameter_count(pointer))
-        columnCount = Int(sqlite3_column_count(pointer))
-        columns = RowColumns(
-            names: (0..<columnCount).map { index in
-                sqlite3_column_name(pointer, Int32(index)).map { String(cString: $0) } ?? ""
-            })
+        (storedColumnCount, columns) = Self.readColumns(pointer)
+    }
+
+    private static func readColumns(_ pointer: OpaquePointer) -> (Int, RowColumns) {
+        let count = Int(sqlite3_column_count(pointer))
+        let names = (0..<count).map { index in
+            sqlite3_column_name(pointer, Int32(index)).map { String(cString: $0) } ?? ""
+        }
+        return (count, RowColumns(names: names))
+    }
+
+    /// After a first step: if SQLite re-prepared the statement (schema changed), read its columns again.
+    /// See <https://www.sqlite.org/c3ref/stmt_status.html>.
+    private func refreshColumnsIfReprepared(_ handle: OpaquePointer) {
+        let reprepares = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
+        guard reprepares != columnsReprepareCount else { return }
+        columnsReprepareCount = reprepares
+        (storedColumnCount, columns) = Self.readColumns(handle)
     }
 
     deinit {
@@ -167,7 +186,7 @@ public final class Statement {
     /// Runs the statement to completion with these arguments, then resets it.
     public func execute(_ arguments: StatementArguments) throws(DatabaseError) {
         try bind(arguments)
-        try runToCompletion(arguments: arguments.positional)
+        try runToCompletion(arguments: arguments.allValues)
     }
 
     /// Binds `values` in order (no boxing, no array) and runs the statement to completion.
@@ -190,6 +209,7 @@ public final class Statement {
     /// Steps until SQLITE_DONE, discarding any rows, then resets and clears bindings.
     func runToCompletion(arguments: [DatabaseValue]?) throws(DatabaseError) {
         let handle = try handle()
+        try checkTransactionIntact(handle)
         defer { resetAndClear(handle) }
         while true {
             let code = sqlite3_step(handle)
@@ -202,13 +222,32 @@ public final class Statement {
     @inline(__always)
     func step(arguments: [DatabaseValue]?) throws(DatabaseError) -> Bool {
         let handle = try handle()
+        try checkTransactionIntact(handle)
         generation &+= 1
         let code = sqlite3_step(handle)
+        if isAtStart {
+            isAtStart = false
+            refreshColumnsIfReprepared(handle)
+        }
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }
         let error = connection.lastError(code: code, sql: sql, arguments: arguments)
         sqlite3_reset(handle)
         throw error
+    }
+
+    /// Refuses to run while a ``Database/transaction(_:_:)`` believes it is open but SQLite
+    /// has already rolled it back: the statement would otherwise commit on its own.
+    @inline(__always)
+    private func checkTransactionIntact(_ handle: OpaquePointer) throws(DatabaseError) {
+        guard connection.managedTransactionDepth > 0, sqlite3_get_autocommit(sqlite3_db_handle(handle)) != 0 else {
+            return
+        }
+        throw DatabaseError(
+            resultCode: .abort,
+            message:
+                "SQLite rolled back the enclosing transaction (ROLLBACK conflict resolution, RAISE(ROLLBACK), a full disk or an I/O error); nothing more runs until transaction(_:_:) returns, so no statement commits on its own",
+            sql: sql)
     }
 
     /// Makes the statement ready for its next use. See <https://www.sqlite.org/c3ref/reset.html>.
@@ -219,6 +258,7 @@ public final class Statement {
     @inline(__always)
     private func resetAndClear(_ handle: OpaquePointer) {
         generation &+= 1
+        isAtStart = true
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }

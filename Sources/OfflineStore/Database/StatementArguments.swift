@@ -29,4 +29,9 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
     }
 
     public var isEmpty: Bool { positional.isEmpty && named.isEmpty }
+
+    /// Positional values, then named values ordered by name: the arguments an error reports.
+    var allValues: [DatabaseValue] {
+        positional + named.sorted { $0.key < $1.key }.map(\.value)
+    }
 }
