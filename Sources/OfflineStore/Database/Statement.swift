@@ -222,10 +222,12 @@ public final class Statement {
     @inline(__always)
     func step(arguments: [DatabaseValue]?) throws(DatabaseError) -> Bool {
         let handle = try handle()
-        try checkTransactionIntact(handle)
+        let isFirstStep = isAtStart
+        // A statement's writes (RETURNING included) all happen in its first step.
+        if isFirstStep { try checkTransactionIntact(handle) }
         generation &+= 1
         let code = sqlite3_step(handle)
-        if isAtStart {
+        if isFirstStep {
             isAtStart = false
             refreshColumnsIfReprepared(handle)
         }
