@@ -244,4 +244,29 @@ struct RowTests {
         #expect(try one.decode(Int.self, column: "age") == 51)
         #expect(try one.values() == [.text("Chen"), .integer(51)])
     }
+
+    /// Rows do not keep their statement alive: a row whose statement is gone, and whose
+    /// row counter went on to another statement, must still read as stale, not as that
+    /// other statement's row.
+    @Test func rowOfAFreedStatementStaysStaleAfterItsCounterIsReused() throws {
+        let sql: SQL = "SELECT id, name FROM people ORDER BY id"
+        let busy = try db.fetchCursor(sql)  // holds the cached statement
+        _ = try busy.next()
+        var stale: Row?
+        do {
+            let uncached = try db.fetchCursor(sql)  // a fresh statement, freed with its cursor
+            stale = try uncached.next()
+            #expect(try stale?.decode(String.self, column: "name") == "Ada")
+        }
+        for _ in 0..<3 {
+            let other = try db.fetchCursor(sql)  // may reuse the freed statement's counter
+            while try other.next() != nil {}
+        }
+        let row = try #require(stale)
+        let error = try #require(throws: DatabaseError.self) { try row.decode(String.self, at: 1) }
+        #expect(error.resultCode == .misuse)
+        #expect(throws: DatabaseError.self) { try row.copy() }
+        #expect(row.columnNames.isEmpty)
+        withExtendedLifetime(busy) {}
+    }
 }

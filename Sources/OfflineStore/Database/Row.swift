@@ -43,6 +43,7 @@ final class RowColumns: Sendable {
 }
 
 /// The values of a row that no longer depends on a statement.
+@usableFromInline
 final class DetachedRow: Sendable {
     let values: [DatabaseValue]
     let columns: RowColumns
@@ -66,23 +67,22 @@ final class DetachedRow: Sendable {
 /// }
 /// ```
 public struct Row {
-    /// Keeps the row's storage alive: its ``Statement``, or a ``DetachedRow``.
-    private let owner: AnyObject
-    /// The statement whose current row this is; nil for a detached row. Unmanaged
-    /// on purpose: `owner` holds it, and the per-column hot path reads it through
-    /// `_withUnsafeGuaranteedRef`, which costs no reference counting.
-    @usableFromInline let unmanagedStatement: Unmanaged<Statement>?
-    /// The statement's generation when this row was current.
+    /// Where the values live.
+    @usableFromInline enum Source {
+        /// The current row of a statement, not retained: the counter tells whether it still is.
+        case statement(Unmanaged<Statement>, RowGeneration)
+        /// Values copied out of SQLite.
+        case detached(DetachedRow)
+    }
+
+    @usableFromInline let source: Source
+    /// The statement's row count when this row was current (0 for a detached row).
     @usableFromInline let generation: UInt64
 
     init(statement: Statement) {
-        owner = statement
-        unmanagedStatement = Unmanaged.passUnretained(statement)
-        generation = statement.generation
+        source = .statement(Unmanaged.passUnretained(statement), statement.rowGeneration)
+        generation = statement.rowGeneration.current
     }
-
-    /// The statement whose current row this is; nil for a detached row.
-    var statement: Statement? { unmanagedStatement?.takeUnretainedValue() }
 
     /// A detached row of values (for tests and for building rows by hand).
     /// Throws a misuse error unless there is exactly one value per column.
@@ -95,17 +95,29 @@ public struct Row {
     }
 
     private init(values: [DatabaseValue], columns: RowColumns) {
-        owner = DetachedRow(values: values, columns: columns)
-        unmanagedStatement = nil
+        source = .detached(DetachedRow(values: values, columns: columns))
         generation = 0
     }
 
-    /// Values and names of a detached row; nil for a statement row.
-    private var detached: DetachedRow? {
-        // `owner` is a DetachedRow exactly when there is no statement (both inits above).
-        unmanagedStatement == nil ? unsafeDowncast(owner, to: DetachedRow.self) : nil
+    /// The statement, while this row is still its current row; nil for a detached or stale row.
+    var statement: Statement? {
+        guard case .statement(let statement, let rowGeneration) = source, rowGeneration.current == generation
+        else { return nil }
+        return statement.takeUnretainedValue()
     }
 
+    /// Whether this row viewed a statement that has moved on (or gone away).
+    private var isStale: Bool {
+        guard case .statement(_, let rowGeneration) = source else { return false }
+        return rowGeneration.current != generation
+    }
+
+    private var detached: DetachedRow? {
+        guard case .detached(let detached) = source else { return nil }
+        return detached
+    }
+
+    /// Column names; empty for a stale row, whose statement may be gone.
     var columns: RowColumns {
         statement?.columns ?? detached?.columns ?? RowColumns(names: [])
     }
@@ -124,10 +136,10 @@ public struct Row {
 
     /// The stored value at a 0-based index.
     public func databaseValue(at index: Int) throws -> DatabaseValue {
+        if isStale { throw staleRowError() }
         try checkIndex(index)
-        guard let statement else { return detached?.values[index] ?? .null }
-        guard generation == statement.generation else { throw staleRowError(statement) }
-        return try statement.value(at: index)
+        if let statement { return try statement.value(at: index) }
+        return detached?.values[index] ?? .null
     }
 
     /// The stored value of a named column.
@@ -141,13 +153,14 @@ public struct Row {
         -> Value
     {
         // Hot path: read the current row of a live statement in place, specialized for Value.
-        let current = unmanagedStatement?._withUnsafeGuaranteedRef { statement -> OpaquePointer? in
-            guard generation == statement.generation, statement.connection.isOpen,
-                UInt(bitPattern: index) < UInt(bitPattern: statement.storedColumnCount)
-            else { return nil }
-            return statement.pointer
-        }
-        if let pointer = current ?? nil {
+        if case .statement(let unmanaged, let rowGeneration) = source, rowGeneration.current == generation,
+            let pointer = unmanaged._withUnsafeGuaranteedRef({ statement -> OpaquePointer? in
+                guard statement.connection.isOpen,
+                    UInt(bitPattern: index) < UInt(bitPattern: statement.storedColumnCount)
+                else { return nil }
+                return statement.pointer
+            })
+        {
             do {
                 return try Value.decode(
                     from: StatementColumn(statement: pointer, index: Int32(truncatingIfNeeded: index)))
@@ -189,15 +202,17 @@ public struct Row {
 
     /// All values, in column order.
     public func values() throws -> [DatabaseValue] {
-        try detached?.values ?? (0..<count).map { try databaseValue(at: $0) }
+        if isStale { throw staleRowError() }
+        return try detached?.values ?? (0..<count).map { try databaseValue(at: $0) }
     }
 
     /// A copy that stays valid after its cursor moves on.
     public func copy() throws -> Row {
-        statement == nil ? self : Row(values: try values(), columns: columns)
+        detached != nil ? self : Row(values: try values(), columns: columns)
     }
 
     func requireIndex(ofColumn name: String) throws -> Int {
+        if isStale { throw staleRowError() }
         guard let index = columns.index(of: name) else {
             throw DatabaseError(
                 resultCode: .error,
@@ -221,8 +236,8 @@ public struct Row {
         statement?.sql
     }
 
-    private func staleRowError(_ statement: Statement) -> DatabaseError {
-        .misuse("a row was read after its cursor moved on; call row.copy() to keep a row", sql: statement.sql)
+    private func staleRowError() -> DatabaseError {
+        .misuse("a row was read after its cursor moved on; call row.copy() to keep a row")
     }
 
     @usableFromInline

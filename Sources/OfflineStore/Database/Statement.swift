@@ -30,8 +30,8 @@ public final class Statement {
     @usableFromInline let connection: ConnectionHandle
     /// A cursor is reading from this statement; the cache must not hand it out again.
     @exclusivity(unchecked) var isIterating = false
-    /// Bumped on every step and reset, so a ``Row`` can tell it outlived the row it viewed.
-    @usableFromInline @exclusivity(unchecked) var generation: UInt64 = 0
+    /// Advanced on every step and reset, so a ``Row`` can tell it outlived the row it viewed.
+    @usableFromInline let rowGeneration = RowGeneration.acquire()
     /// Column names and their lookup table, read at prepare time and again whenever SQLite
     /// re-prepares the statement (a `SELECT *` after a table rebuild can change them).
     @exclusivity(unchecked) private(set) var columns: RowColumns
@@ -67,6 +67,7 @@ public final class Statement {
 
     deinit {
         sqlite3_finalize(pointer)
+        rowGeneration.relinquish()
     }
 
     /// The live handle; a misuse error after ``finalize()`` or once the connection closed.
@@ -84,7 +85,7 @@ public final class Statement {
     /// See <https://www.sqlite.org/c3ref/finalize.html>.
     public func finalize() throws(DatabaseError) {
         guard let pointer else { throw .misuse("finalize() called twice", sql: sql) }
-        generation &+= 1
+        rowGeneration.advance()
         sqlite3_finalize(pointer)
         self.pointer = nil
     }
@@ -225,7 +226,7 @@ public final class Statement {
         let isFirstStep = isAtStart
         // A statement's writes (RETURNING included) all happen in its first step.
         if isFirstStep { try checkTransactionIntact(handle) }
-        generation &+= 1
+        rowGeneration.advance()
         let code = sqlite3_step(handle)
         if isFirstStep {
             isAtStart = false
@@ -259,7 +260,7 @@ public final class Statement {
 
     @inline(__always)
     private func resetAndClear(_ handle: OpaquePointer) {
-        generation &+= 1
+        rowGeneration.advance()
         isAtStart = true
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
