@@ -35,14 +35,14 @@ extension Database {
         do {
             result = try body(self)
         } catch {
-            rollbackAfterFailure(error)
+            rollBackOpenTransaction(reason: "\(error)")
             throw error
         }
         guard isInsideTransaction else { throw transactionEndedEarly() }
         do {
             try execute(sql: "COMMIT TRANSACTION")
         } catch {
-            rollbackAfterFailure(error)
+            rollBackOpenTransaction(reason: "\(error)")
             throw error
         }
         return result
@@ -102,9 +102,10 @@ extension Database {
         try? execute(sql: "RELEASE SAVEPOINT \(name)")
     }
 
-    private func rollbackAfterFailure(_ error: any Error) {
+    /// Rolls back the open transaction, if SQLite has not already done so.
+    func rollBackOpenTransaction(reason: @autoclosure () -> String) {
         configuration.logHandler.log(
-            .debug, "rolling back after an error", metadata: ["path": path, "error": "\(error)"])
+            .debug, "rolling back after an error", metadata: ["path": path, "error": reason()])
         guard isInsideTransaction else { return }
         try? execute(sql: "ROLLBACK TRANSACTION")
     }

@@ -69,22 +69,17 @@ public final class DatabasePool: Sendable {
             do {
                 output = try body(db)
             } catch {
-                rollBackLeftoverTransaction(db)
+                db.rollBackOpenTransaction(reason: "\(error)")
                 throw error
             }
             if db.isInsideTransaction {
-                rollBackLeftoverTransaction(db)
+                db.rollBackOpenTransaction(reason: "writeWithoutTransaction left a transaction open")
                 throw DatabaseError.misuse(
                     "writeWithoutTransaction's body left a transaction open; it was rolled back. Commit it in the body, or use write(_:)"
                 )
             }
             return output
         }
-    }
-
-    private func rollBackLeftoverTransaction(_ db: Database) {
-        guard db.isInsideTransaction else { return }
-        try? db.execute(sql: "ROLLBACK TRANSACTION")
     }
 
     /// Async ``write(_:)``: the work runs on a dispatch queue, not on the caller's executor.

@@ -156,7 +156,7 @@ public struct Row {
         if case .statement(let unmanaged, let rowGeneration) = source, rowGeneration.current == generation,
             let pointer = unmanaged._withUnsafeGuaranteedRef({ statement -> OpaquePointer? in
                 guard statement.connection.isOpen,
-                    UInt(bitPattern: index) < UInt(bitPattern: statement.storedColumnCount)
+                    UInt(bitPattern: index) < UInt(bitPattern: statement.columnCount)
                 else { return nil }
                 return statement.pointer
             })

@@ -22,8 +22,7 @@ public final class Statement {
     /// How many `?`/`:name` parameters the SQL has.
     public let parameterCount: Int
     /// How many columns a row of this statement has (re-read when SQLite re-prepares it after a schema change).
-    public var columnCount: Int { storedColumnCount }
-    @usableFromInline @exclusivity(unchecked) private(set) var storedColumnCount: Int
+    @exclusivity(unchecked) public private(set) var columnCount: Int
 
     // Read on every column access: exclusivity is guaranteed by the type being non-Sendable.
     @usableFromInline @exclusivity(unchecked) private(set) var pointer: OpaquePointer?
@@ -45,7 +44,7 @@ public final class Statement {
         self.pointer = pointer
         self.connection = connection
         parameterCount = Int(sqlite3_bind_parameter_count(pointer))
-        (storedColumnCount, columns) = Self.readColumns(pointer)
+        (columnCount, columns) = Self.readColumns(pointer)
     }
 
     private static func readColumns(_ pointer: OpaquePointer) -> (Int, RowColumns) {
@@ -62,7 +61,7 @@ public final class Statement {
         let reprepares = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)
         guard reprepares != columnsReprepareCount else { return }
         columnsReprepareCount = reprepares
-        (storedColumnCount, columns) = Self.readColumns(handle)
+        (columnCount, columns) = Self.readColumns(handle)
     }
 
     deinit {
