@@ -27,14 +27,20 @@ let package = Package(
             name: "ostore-bench",
             dependencies: ["OfflineStore", "CReferenceBench"]
         ),
+        // The sample app's schema history, a library so tests and the benchmark can use it.
+        .target(
+            name: "RemindersModel",
+            dependencies: ["OfflineStore"],
+            path: "Samples/RemindersModel"
+        ),
         .executableTarget(
             name: "Reminders",
-            dependencies: ["OfflineStore"],
+            dependencies: ["OfflineStore", "RemindersModel"],
             path: "Samples/Reminders"
         ),
         .testTarget(
             name: "OfflineStoreTests",
-            dependencies: ["OfflineStore"]
+            dependencies: ["OfflineStore", "RemindersModel"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -28,7 +28,17 @@ extension Database {
         _ kind: TransactionKind = .deferred, _ body: (Database) throws -> Result
     ) throws -> Result {
         if isInsideTransaction { return try savepoint(body) }
-        try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+        return try runTransaction(begin: { db throws(DatabaseError) in
+            try db.execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+        }, body)
+    }
+
+    /// A top-level transaction started by `begin` (which may wait for the write lock):
+    /// commits when `body` returns, rolls back when it throws or the commit fails.
+    func runTransaction<Result>(
+        begin: (Database) throws -> Void, _ body: (Database) throws -> Result
+    ) throws -> Result {
+        try begin(self)
         connection.managedTransactionDepth += 1
         defer { connection.managedTransactionDepth -= 1 }
         let result: Result

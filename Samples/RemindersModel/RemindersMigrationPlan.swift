@@ -1,0 +1,42 @@
+import OfflineStore
+
+/// The Reminders app's schema history. Shipped stages never change; new releases append.
+public enum RemindersMigrationPlan: MigrationPlan {
+    public static let schemas: [any VersionedSchema.Type] = [
+        RemindersSchemaV1.self, RemindersSchemaV1_1.self, RemindersSchemaV2.self,
+    ]
+
+    public static let stages: [MigrationStage] = [
+        .lightweight(fromVersion: RemindersSchemaV1.self, toVersion: RemindersSchemaV1_1.self),
+        .custom(
+            fromVersion: RemindersSchemaV1_1.self, toVersion: RemindersSchemaV2.self,
+            willMigrate: { context in
+                // A reminder whose list is gone would violate the new foreign key: give it a list
+                // rather than lose it.
+                if try context.tableExists("reminders") {
+                    try context.execute(
+                        """
+                        INSERT OR IGNORE INTO remindersLists (id, name)
+                        SELECT DISTINCT listID, 'Recovered list' FROM reminders
+                        WHERE listID NOT IN (SELECT id FROM remindersLists)
+                        """)
+                }
+                try context.rebuildTable(
+                    RemindersSchemaV2.Reminder.self,
+                    values: ["dueAt": "CAST(unixepoch(\"old\".dueDate) AS REAL)"])
+            },
+            didMigrate: { context in
+                // Rows the rebuild did not touch (it already ran, or ran on a purged file) still
+                // need the backfills; both are no-ops when there is nothing to fill.
+                try context.updateInBatches(
+                    "reminders", set: "dueAt = CAST(unixepoch(dueDate) AS REAL)",
+                    where: "dueAt IS NULL AND dueDate IS NOT NULL")
+                try context.execute(
+                    """
+                    INSERT INTO reminderSearch (reminderID, title, notes)
+                    SELECT id, title, notes FROM reminders
+                    WHERE id NOT IN (SELECT reminderID FROM reminderSearch)
+                    """)
+            }),
+    ]
+}

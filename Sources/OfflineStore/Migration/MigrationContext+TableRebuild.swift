@@ -1,0 +1,138 @@
+extension MigrationContext {
+    /// Rebuilds a table to the definition of `model` in this stage's target schema, following
+    /// SQLite's documented procedure for schema changes ALTER TABLE cannot make.
+    ///
+    /// With foreign keys off (the migrator turns them off before the stage's `BEGIN`), it creates
+    /// the new table beside the old one, copies every kept column with one `INSERT … SELECT`
+    /// (`values` gives an SQL expression over the old row, aliased `old`, for new or changed
+    /// columns; `join` adds e.g. a `LEFT JOIN` for a lookup), compares row counts, drops the old
+    /// table, renames the new one, recreates indexes, triggers and views, and runs
+    /// `foreign_key_check` on the table. Any mismatch aborts the stage with the offending rows.
+    ///
+    /// Idempotent: when the table already has the target definition it does nothing, and when the
+    /// table does not exist yet (fresh or purged database) it creates it.
+    ///
+    /// ```swift
+    /// willMigrate: { context in
+    ///     try context.rebuildTable(Reminder.self, values: ["dueAt": "unixepoch(old.dueDate)"])
+    /// }
+    /// ```
+    ///
+    /// See <https://www.sqlite.org/lang_altertable.html#otheralter>.
+    public func rebuildTable(
+        _ model: any Model.Type, values: [String: String] = [:], join: String? = nil
+    ) throws {
+        try rebuildTable(model.tableDefinition, values: values, join: join)
+    }
+
+    /// ``rebuildTable(_:values:join:)-(any Model.Type,_,_)`` for a table definition.
+    public func rebuildTable(_ definition: TableDefinition, values: [String: String] = [:], join: String? = nil) throws {
+        let table = targetSchema.table(named: definition.name) ?? definition
+        let name = table.name
+        guard try tableExists(name) else {
+            try run(SQL(sql: table.createTableSQL()))
+            for index in table.indexes { try run(SQL(sql: table.createIndexSQL(index))) }
+            return
+        }
+        let liveSchema = try SchemaSnapshot(liveDatabase: database)
+        guard let liveTable = liveSchema.table(named: name) else { return }
+        var expected = table.normalized()
+        expected.sync = liveTable.sync
+        // Only the table itself counts: indexes are added by the reconcile that follows.
+        var current = liveTable.normalized()
+        current.indexes = []
+        expected.indexes = []
+        if current == expected { return }
+        guard try database.fetchValue(Bool.self, "PRAGMA foreign_keys") == false else {
+            throw MigrationError(
+                .misuse, stage: stageLabel, "rebuildTable needs foreign keys off, and they are on",
+                fix: "call rebuildTable from a stage's willMigrate or didMigrate; the migrator turns keys off before BEGIN")
+        }
+
+        let rebuilt = "ostore_rebuild_" + name
+        let quotedName = quoteIdentifier(name)
+        let quotedRebuilt = quoteIdentifier(rebuilt)
+        let dependents = try dependentObjects(of: name)
+        for object in dependents where object.type != "index" {
+            try run(SQL(sql: "DROP \(object.type.uppercased()) IF EXISTS \(quoteIdentifier(object.name))"))
+        }
+        let totalRows = try rowCount(name)
+        try run(SQL(sql: "DROP TABLE IF EXISTS \(quotedRebuilt)"))
+        try run(SQL(sql: table.createTableSQL(named: rebuilt)))
+
+        let liveColumns = Set(liveTable.columns.map { $0.name.lowercased() })
+        var targetColumns: [String] = []
+        var sourceExpressions: [String] = []
+        for column in table.columns {
+            if let expression = values[column.name] {
+                targetColumns.append(quoteIdentifier(column.name))
+                sourceExpressions.append(expression)
+            } else if liveColumns.contains(column.name.lowercased()) {
+                targetColumns.append(quoteIdentifier(column.name))
+                sourceExpressions.append("\"old\".\(quoteIdentifier(column.name))")
+            }
+        }
+        reportProgress(operation: "rebuild \(name)", done: 0, total: totalRows)
+        try run(
+            SQL(
+                sql: "INSERT INTO \(quotedRebuilt) (\(targetColumns.joined(separator: ", "))) "
+                    + "SELECT \(sourceExpressions.joined(separator: ", ")) FROM \(quotedName) AS \"old\""
+                    + (join.map { " " + $0 } ?? "")))
+        let copiedRows = try rowCount(rebuilt)
+        guard copiedRows == totalRows else {
+            throw MigrationError(
+                .rowCountMismatch, stage: stageLabel,
+                "rebuilding \(name) would turn \(totalRows) rows into \(copiedRows)",
+                fix: "a join that matches several rows duplicates, one that drops rows loses them: use a LEFT JOIN "
+                    + "on a unique key; the stage was rolled back",
+                details: try offendingRows(old: name, new: rebuilt, key: liveTable))
+        }
+        reportProgress(operation: "rebuild \(name)", done: copiedRows, total: totalRows)
+        try run(SQL(sql: "DROP TABLE \(quotedName)"))
+        try run(SQL(sql: "ALTER TABLE \(quotedRebuilt) RENAME TO \(quotedName)"))
+        let declaredIndexes = Set(table.indexes.map { $0.name.lowercased() })
+        for index in table.indexes { try run(SQL(sql: table.createIndexSQL(index))) }
+        for object in dependents where !declaredIndexes.contains(object.name.lowercased()) {
+            try run(SQL(sql: object.sql))
+        }
+        try Migrator.checkForeignKeys(database, stageLabel: stageLabel, table: name)
+    }
+
+    private struct DependentObject {
+        var type: String
+        var name: String
+        var sql: String
+    }
+
+    /// The indexes of the table, and every trigger and view whose SQL names it (a trigger on
+    /// another table or a view that reads this one would break the rename otherwise).
+    private func dependentObjects(of table: String) throws -> [DependentObject] {
+        try database.fetchAll(
+            """
+            SELECT type, name, tbl_name, sql FROM main.sqlite_schema
+            WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL ORDER BY type = 'view', rowid
+            """
+        ).compactMap { row in
+            let object = DependentObject(type: try row.decode(at: 0), name: try row.decode(at: 1), sql: try row.decode(at: 3))
+            let owner: String = try row.decode(at: 2)
+            if owner.lowercased() == table.lowercased() { return object }
+            guard object.type != "index" else { return nil }
+            let mentions = SQLScanner.tokens(object.sql).contains {
+                ($0.kind == .word || $0.kind == .quotedIdentifier) && $0.identifier.lowercased() == table.lowercased()
+            }
+            return mentions ? object : nil
+        }
+    }
+
+    private func offendingRows(old: String, new: String, key liveTable: TableDefinition) throws -> [String] {
+        let keyColumns = liveTable.normalized().primaryKey
+        let key = keyColumns.isEmpty ? "rowid" : keyColumns.map(quoteIdentifier).joined(separator: ", ")
+        let missing = try database.fetchAll(
+            SQL(
+                sql: "SELECT \(key) FROM \(quoteIdentifier(old)) EXCEPT SELECT \(key) FROM \(quoteIdentifier(new)) LIMIT 20"))
+        let duplicated = try database.fetchAll(
+            SQL(
+                sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"))
+        return missing.map { "lost: \($0)" } + duplicated.map { "duplicated: \($0)" }
+    }
+}

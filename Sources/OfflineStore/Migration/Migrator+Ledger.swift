@@ -1,0 +1,119 @@
+import Foundation
+
+extension Migrator {
+    struct StartPoint {
+        var position: Int
+        var isFresh: Bool
+    }
+
+    /// Makes the ledger tell the truth before pending stages run: adopts a database made without
+    /// a ledger when it matches a declared version exactly, and re-runs applied stages whose
+    /// objects are gone (a partly purged file, an external DROP).
+    func reconcileLedgerWithDatabase(_ db: Database, entries: [MigrationLedger.Entry], upTo last: Int) throws
+        -> StartPoint
+    {
+        let live = try SchemaSnapshot(liveDatabase: db)
+        let ownedTables = live.tables.filter { planTableKeys.contains($0.name.lowercased()) }
+        let isFresh = ownedTables.isEmpty
+        guard let lastEntry = entries.last else {
+            if isFresh { return StartPoint(position: 0, isFresh: true) }
+            let adopted = try adopt(db, live: live)
+            return StartPoint(position: adopted + 1, isFresh: false)
+        }
+        let current = steps[lastEntry.position]
+        let missing = relevantDifferences(live: live, target: current.target).filter(\.isAdditive)
+        if let rerunFrom = firstStepDeclaring(missing, upTo: lastEntry.position) {
+            for step in steps[rerunFrom...lastEntry.position] {
+                _ = try withForeignKeysOff(db) {
+                    try db.runTransaction(begin: beginWaitingForWriteLock) { db in
+                        try applyInsideTransaction(step, db: db, isFresh: isFresh, mode: .addMissingOnly)
+                    }
+                }
+            }
+        } else {
+            try db.runTransaction(begin: beginWaitingForWriteLock) { db in
+                try MigrationLedger.createIfNeeded(db)
+                try MigrationLedger.markSchemaVerified(db)
+            }
+        }
+        return StartPoint(position: lastEntry.position + 1, isFresh: isFresh)
+    }
+
+    func relevantDifferences(live: SchemaSnapshot, target: SchemaSnapshot) -> [SchemaDifference] {
+        live.differences(toReach: target).filter {
+            $0.kind != .unexpectedTable || planTableKeys.contains($0.table.lowercased())
+        }
+    }
+
+    /// The earliest step (at or before `last`) whose schema declares one of the missing objects.
+    private func firstStepDeclaring(_ missing: [SchemaDifference], upTo last: Int) -> Int? {
+        guard !missing.isEmpty else { return nil }
+        for step in steps[...last] {
+            for difference in missing {
+                guard let table = step.target.table(named: difference.table) else { continue }
+                switch difference.kind {
+                case .missingTable: return step.position
+                case .missingColumn where table.columns.contains { $0.name.lowercased() == difference.column?.lowercased() }:
+                    return step.position
+                case .missingIndex where table.indexes.contains { $0.name.lowercased() == difference.index?.lowercased() }:
+                    return step.position
+                default: continue
+                }
+            }
+        }
+        return last
+    }
+
+    /// A database with the plan's tables but no ledger (made by an older tool, or its ledger was
+    /// wiped) is adopted only when it matches a declared version exactly. Returns that step.
+    private func adopt(_ db: Database, live: SchemaSnapshot) throws -> Int {
+        var closest: (step: MigrationStep, differences: [SchemaDifference])?
+        for step in steps.reversed() {
+            let differences = relevantDifferences(live: live, target: step.target)
+            if differences.isEmpty {
+                try db.runTransaction(begin: beginWaitingForWriteLock) { db in
+                    // Another process may have adopted it while we waited.
+                    guard try MigrationLedger.entries(db).isEmpty else { return }
+                    try MigrationLedger.createIfNeeded(db)
+                    for adoptedStep in steps[...step.position] {
+                        try MigrationLedger.record(adoptedStep, duration: 0, adopted: true, in: db)
+                    }
+                    try MigrationLedger.markSchemaVerified(db)
+                }
+                return step.position
+            }
+            if closest == nil || differences.count < closest!.differences.count { closest = (step, differences) }
+        }
+        throw MigrationError(
+            .unrecognizedSchema,
+            "the database has tables of this app but no migration ledger, and matches no declared version exactly; "
+                + "closest is \(closest!.step.toVersion)",
+            fix: "nothing was modified. If another tool made this database, bring it to exactly one declared "
+                + "version (or declare the version it is at), then open it again",
+            differences: closest!.differences)
+    }
+
+    /// Development mode: drops every table, view, trigger and index of the main database.
+    func eraseForDevelopment(_ db: Database, because reason: MigrationError) throws {
+        let warning =
+            "OfflineStore DEVELOPMENT MODE (eraseDatabaseOnSchemaChange): ERASING the database because "
+            + "\(reason.message)\n"
+        FileHandle.standardError.write(Data(warning.utf8))
+        try withForeignKeysOff(db) {
+            try db.runTransaction(begin: beginWaitingForWriteLock) { db in
+                let objects = try db.fetchAll(
+                    """
+                    SELECT type, name FROM main.sqlite_schema
+                    WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND type IN ('view', 'trigger', 'table')
+                    """)
+                for object in objects {
+                    let type: String = try object.decode(at: 0)
+                    let name: String = try object.decode(at: 1)
+                    // Dropping a virtual table drops its shadow tables.
+                    guard try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM main.sqlite_schema WHERE name = \(name)") ?? false else { continue }
+                    try db.execute(sql: "DROP \(type.uppercased()) IF EXISTS \(quoteIdentifier(name))")
+                }
+            }
+        }
+    }
+}

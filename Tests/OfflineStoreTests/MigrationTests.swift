@@ -1,0 +1,114 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import Testing
+
+@Suite("Migrations on the Reminders plan")
+struct MigrationTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory() }
+
+    func open(_ name: String = "reminders.sqlite") throws -> Database {
+        try Database(path: directory.path(name))
+    }
+
+    func insertV1Rows(_ db: Database, count: Int = 3) throws {
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L1', 'Home')")
+        for index in 0..<count {
+            let dueDate = "2026-12-0\(index % 9 + 1)"
+            try db.execute(
+                "INSERT INTO reminders (id, title, listID, dueDate) VALUES (\("R\(index)"), \("Task \(index)"), 'L1', \(dueDate))"
+            )
+        }
+    }
+
+    @Test func freshInstallReachesTheLatestVersionAndMatchesTheDeclaration() throws {
+        let db = try open()
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        #expect(try migrator.currentVersion(db) == "2.0.0")
+        #expect(try migrator.hasCompletedMigrations(db))
+        #expect(try migrator.pendingStages(db).isEmpty)
+        let live = try SchemaSnapshot(liveDatabase: db)
+        let declared = try RemindersSchemaV2.snapshot()
+        #expect(live.differences(toReach: declared).isEmpty, "\(live.differences(toReach: declared))")
+        #expect(try migrator.appliedStages(db).map(\.kind) == ["create", "lightweight", "custom"])
+    }
+
+    @Test func upgradeFromEachVersionKeepsEveryRow() throws {
+        for start in ["1.0.0", "1.1.0"] as [Schema.Version] {
+            let db = try open("from-\(start).sqlite")
+            try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: start).migrate(db)
+            try insertV1Rows(db, count: 5)
+            try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('orphan', 'Lost list', 'gone')")
+            try Migrator(plan: RemindersMigrationPlan.self).migrate(db)
+            #expect(try db.count("reminders") == 6)
+            #expect(try db.scalar(Double.self, "SELECT dueAt FROM reminders WHERE id = 'R0'") == 1_796_083_200)
+            #expect(try db.scalar(String.self, "SELECT name FROM remindersLists WHERE id = 'gone'") == "Recovered list")
+            #expect(try db.count("reminderSearch") == 6)
+            #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+            #expect(try db.foreignKeys(on: "reminders").count == 1)
+            let live = try SchemaSnapshot(liveDatabase: db)
+            #expect(live.differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
+        }
+    }
+
+    @Test func runningThePlanTwiceChangesNothing() throws {
+        let db = try open()
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        let before = try SchemaSnapshot(liveDatabase: db).canonicalText
+        let stages = try migrator.appliedStages(db)
+        try migrator.migrate(db)
+        try Migrator(plan: RemindersMigrationPlan.self).migrate(try open())
+        #expect(try SchemaSnapshot(liveDatabase: db).canonicalText == before)
+        #expect(try migrator.appliedStages(db) == stages)
+    }
+
+    @Test func aDroppedTableIsRecreatedByReRunningItsStage() throws {
+        let db = try open()
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        try db.execute("DROP TABLE reminderTags")
+        try db.execute("DROP INDEX reminders_listID")
+        try migrator.migrate(db)
+        #expect(try db.tableExists("reminderTags"))
+        #expect(try db.indexes(on: "reminders").contains { $0.name == "reminders_listID" })
+        #expect(try migrator.appliedStages(db)[1].runs == 2)
+    }
+
+    @Test func aWipedLedgerIsAdoptedWhenTheSchemaMatchesAVersion() throws {
+        let db = try open()
+        try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: "1.1.0").migrate(db)
+        try insertV1Rows(db)
+        try db.execute("DROP TABLE ostore_migrations")
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        let applied = try migrator.appliedStages(db)
+        #expect(applied.map(\.adopted) == [true, true, false])
+        #expect(try db.count("reminders") == 3)
+    }
+
+    @Test func anUnrecognizedSchemaWithoutLedgerIsRefusedUntouched() throws {
+        let db = try open()
+        try db.execute("CREATE TABLE reminders (id TEXT PRIMARY KEY, title TEXT)")
+        #expect {
+            try Migrator(plan: RemindersMigrationPlan.self).migrate(db)
+        } throws: { error in
+            (error as? MigrationError)?.kind == .unrecognizedSchema
+        }
+        #expect(try !db.tableExists("ostore_migrations"))
+    }
+
+    @Test func aDatabaseFromANewerReleaseIsRefused() throws {
+        let db = try open()
+        try Migrator(plan: RemindersMigrationPlan.self).migrate(db)
+        let old = try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: "1.1.0")
+        #expect {
+            try old.migrate(db)
+        } throws: { error in
+            let error = error as? MigrationError
+            return error?.kind == .databaseNewerThanPlan && error!.message.contains("2.0.0")
+        }
+    }
+}
