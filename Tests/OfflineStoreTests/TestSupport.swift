@@ -87,3 +87,26 @@ func onAnotherThread<Output: Sendable>(
     }
     return try outcome.get()
 }
+
+/// An executable product of this package (`reminders`, `ostore`), from the build products
+/// directory the test bundle runs in (`swift build --build-tests` builds every product).
+func builtProduct(_ name: String, filePath: String = #filePath) throws -> URL {
+    var directories: [URL] = []
+    if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+    let packageRoot = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    directories.append(packageRoot.appendingPathComponent(".build/debug"))
+    for directory in directories {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+    }
+    throw MissingProduct(name: name, searched: directories.map(\.path))
+}
+
+struct MissingProduct: Error, CustomStringConvertible {
+    let name: String
+    let searched: [String]
+    var description: String {
+        "the \(name) executable is not built (looked in \(searched.joined(separator: ", "))); run `swift build --build-tests` first"
+    }
+}
