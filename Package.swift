@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
+        .executable(name: "ostore", targets: ["ostore"]),
     ],
     targets: [
         // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions.
@@ -26,6 +27,11 @@ let package = Package(
         .executableTarget(
             name: "ostore-bench",
             dependencies: ["OfflineStore", "CReferenceBench"]
+        ),
+        // The command-line tool: `ostore lint`, one file per command.
+        .executableTarget(
+            name: "ostore",
+            dependencies: ["OfflineStore"]
         ),
         .executableTarget(
             name: "Reminders",
