@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
+        .executable(name: "ostore", targets: ["ostore"]),
     ],
     targets: [
         // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions.
@@ -32,6 +33,11 @@ let package = Package(
             name: "RemindersModel",
             dependencies: ["OfflineStore"],
             path: "Samples/RemindersModel"
+        ),
+        // The command-line tool: `ostore lint`, `status`, `check`; one file per command.
+        .executableTarget(
+            name: "ostore",
+            dependencies: ["OfflineStore"]
         ),
         .executableTarget(
             name: "Reminders",

@@ -1,0 +1,46 @@
+/// A command's arguments, split into flags, options with values and positional arguments.
+///
+/// Accepts `--name value`, `--name=value`, and `--` to end options (everything after it is positional).
+struct ParsedArguments {
+    /// Flags given, with their dashes: `--json`.
+    private(set) var flags: Set<String> = []
+    /// Options given with a value, by name with dashes; the last one wins when repeated.
+    private(set) var values: [String: String] = [:]
+    private(set) var positionals: [String] = []
+
+    init(_ arguments: [String], options: [CommandOption]) throws(UsageError) {
+        let byName = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            if argument == "--" {
+                positionals += remaining
+                return
+            }
+            guard argument.hasPrefix("-"), argument != "-" else {
+                positionals.append(argument)
+                continue
+            }
+            let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
+            guard let option = byName[parts[0]] else { throw UsageError("unknown option \(parts[0])") }
+            if option.valueName == nil {
+                guard parts.count == 1 else { throw UsageError("\(option.name) takes no value") }
+                flags.insert(option.name)
+            } else if parts.count == 2 {
+                values[option.name] = parts[1]
+            } else if let value = remaining.popFirst() {
+                values[option.name] = value
+            } else {
+                throw UsageError("\(option.name) needs a \(option.valueName ?? "value")")
+            }
+        }
+    }
+}
+
+/// Arguments a command cannot run with; main.swift prints it with a pointer to `--help` and exits with 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import OfflineStore
+import Testing
+
+/// What a run of the `ostore` executable printed and how it exited.
+private struct CommandRun {
+    var status: Int32
+    var output: String
+    var error: String
+}
+
+/// Thrown when the `ostore` executable was not built next to the test bundle.
+private struct MissingExecutable: Error, CustomStringConvertible {
+    let candidates: [String]
+    var description: String { "no ostore executable at \(candidates); run swift build --build-tests first" }
+}
+
+/// The `ostore` executable SwiftPM builds next to the test bundle (`swift build --build-tests` and `swift test`
+/// build every product).
+private func ostoreExecutable() throws -> URL {
+    let testBundle = Bundle.main.bundleURL
+    let candidates = [testBundle, testBundle.deletingLastPathComponent()].map { $0.appendingPathComponent("ostore") }
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+        throw MissingExecutable(candidates: candidates.map(\.path))
+    }
+    return found
+}
+
+private func runOstore(_ arguments: [String]) throws -> CommandRun {
+    let process = Process()
+    process.executableURL = try ostoreExecutable()
+    process.arguments = arguments
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = error.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandRun(
+        status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+        error: String(decoding: errorData, as: UTF8.self))
+}
+
+@Suite("ostore command")
+struct OstoreCommandTests {
+    @Test func helpListsCommandsAndRules() throws {
+        let general = try runOstore(["--help"])
+        #expect(general.status == 0)
+        #expect(general.output.contains("lint"))
+        let lint = try runOstore(["lint", "--help"])
+        #expect(lint.status == 0)
+        #expect(lint.output.hasPrefix("usage: ostore lint [--db PATH] FILE.sql..."))
+        for rule in LintRule.all {
+            #expect(lint.output.contains("\(rule.id) (\(rule.severity.rawValue))"))
+        }
+    }
+
+    @Test func lintPrintsFindingsWithFixesAndExitsWithOne() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("002-tags.sql")
+        try """
+        CREATE TABLE IF NOT EXISTS tags (id TEXT PRIMARY KEY NOT NULL);
+
+        ALTER TABLE notes DROP COLUMN legacy;
+        CREATE INDEX tags_by_id ON tags (id);
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try runOstore(["lint", path])
+        #expect(run.status == 1)
+        #expect(
+            run.output.split(separator: "\n").map(String.init) == [
+                #"\#(path):3: drop-column: ALTER TABLE "notes" drops column "legacy" and its data"#,
+                "  fix: \(LintRule.dropColumn.fix)",
+                #"\#(path):4: create-without-if-not-exists: CREATE INDEX "tags_by_id" has no IF NOT EXISTS; it fails where the index exists"#,
+                "  fix: \(LintRule.createWithoutIfNotExists.fix)",
+            ])
+        #expect(run.error == "ostore lint: 2 findings (1 never, 1 warning) in 1 file\n")
+    }
+
+    @Test func cleanFilesExitWithZero() throws {
+        let directory = try TemporaryDirectory()
+        let first = directory.path("001.sql")
+        let second = directory.path("002.sql")
+        try "CREATE TABLE IF NOT EXISTS notes (id TEXT PRIMARY KEY NOT NULL, body TEXT);"
+            .write(toFile: first, atomically: true, encoding: .utf8)
+        try "ALTER TABLE notes ADD COLUMN title TEXT NOT NULL DEFAULT '';"
+            .write(toFile: second, atomically: true, encoding: .utf8)
+        let run = try runOstore(["lint", first, second])
+        #expect(run.status == 0)
+        #expect(run.output.isEmpty)
+        #expect(run.error == "ostore lint: no findings in 2 files\n")
+    }
+
+    @Test func databaseKnowledgeRemovesFindingsItDisproves() throws {
+        let directory = try TemporaryDirectory()
+        let databasePath = directory.path("app.sqlite")
+        let db = try Database(path: databasePath)
+        try db.executeScript(
+            "CREATE TABLE drafts (id TEXT); CREATE TABLE notes (id TEXT); INSERT INTO notes VALUES ('a');")
+        try db.close()
+        let script = directory.path("003.sql")
+        try "DROP TABLE drafts;\nDROP TABLE notes;".write(toFile: script, atomically: true, encoding: .utf8)
+
+        let standalone = try runOstore(["lint", script])
+        #expect(standalone.output.components(separatedBy: "drop-table-with-rows").count - 1 == 2)
+        let informed = try runOstore(["lint", "--db", databasePath, script])
+        #expect(informed.status == 1)
+        #expect(
+            informed.output.hasPrefix(#"\#(script):2: drop-table-with-rows: DROP TABLE "notes" deletes its 1 row"#))
+        #expect(!informed.output.contains("drafts"))
+    }
+
+    @Test(arguments: [
+        (["lint"], "no files to lint"),
+        (["lint", "--unknown", "a.sql"], "unknown option --unknown"),
+        (["lint", "--db"], "--db needs a PATH"),
+        (["lint", "/nonexistent/migration.sql"], "cannot read /nonexistent/migration.sql"),
+        (["lint", "--db", "/nonexistent/app.sqlite", "a.sql"], "cannot open database /nonexistent/app.sqlite"),
+        (["frobnicate"], "unknown command frobnicate"),
+    ])
+    func usageAndIOErrorsExitWithTwo(arguments: [String], message: String) throws {
+        let run = try runOstore(arguments)
+        #expect(run.status == 2)
+        #expect(run.error.contains(message))
+    }
+
+    @Test func unterminatedSQLIsAnErrorWithItsLine() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("bad.sql")
+        try "SELECT 1;\nSELECT 'oops;\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try runOstore(["lint", path])
+        #expect(run.status == 2)
+        #expect(run.error.contains("\(path):2: error: unterminated string literal"))
+    }
+}
