@@ -99,6 +99,25 @@ enum NotesPlanWithCustomStage: MigrationPlan {
     ]
 }
 
+enum NotesPlanClearingNotes: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV2.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: NotesV1.self, toVersion: NotesV2.self,
+            didMigrate: { context in try context.execute("DELETE FROM notes") })
+    ]
+}
+
+enum NotesPlanClearingNotesKnowingly: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV2.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: NotesV1.self, toVersion: NotesV2.self,
+            acknowledgingLintRules: ["unbounded-write-on-synced-table"],
+            didMigrate: { context in try context.execute("DELETE FROM notes") })
+    ]
+}
+
 @Suite("Migrator rules", .serialized)
 struct MigratorRulesTests {
     let directory: TemporaryDirectory
@@ -232,5 +251,20 @@ struct MigratorRulesTests {
             let stages = try Migrator(plan: NotesPlan.self).appliedStages(try Database(path: path))
             #expect(stages.map(\.runs) == [1, 1])
         }
+    }
+
+    @Test func aStageBreakingANeverLintRuleFailsUnlessItAcknowledgesTheRule() throws {
+        let db = try Database(path: directory.path("lint.sqlite"))
+        try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0").migrate(db)
+        try db.execute("INSERT INTO notes (id, body) VALUES ('n1', 'keep me')")
+        let error = migrationError { try Migrator(plan: NotesPlanClearingNotes.self).migrate(db) }
+        #expect(error?.kind == .lintViolation)
+        #expect(error?.message.contains("unbounded-write-on-synced-table") == true)
+        #expect(error?.fix?.contains("acknowledgingLintRules") == true)
+        #expect(try db.count("notes") == 1)
+        #expect(try Migrator(plan: NotesPlan.self).currentVersion(db) == "1.0.0")
+
+        try Migrator(plan: NotesPlanClearingNotesKnowingly.self).migrate(db)
+        #expect(try db.count("notes") == 0)
     }
 }
