@@ -36,7 +36,7 @@ enum LintCommand: Command {
         let environment: any LintEnvironment
         if let path = arguments.values["--db"] {
             do {
-                environment = DatabaseLintEnvironment(try openReadOnly(path))
+                environment = DatabaseLintEnvironment(try Database.openReadOnly(path))
             } catch {
                 Console.error("ostore lint: cannot open database \(path): \(error)")
                 return .failure
@@ -72,15 +72,6 @@ enum LintCommand: Command {
         Console.error("ostore lint: \(summary(of: findings, files: arguments.positionals.count))")
         if failed { return .failure }
         return findings.isEmpty ? .success : .findings
-    }
-
-    private static func openReadOnly(_ path: String) throws -> Database {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw UsageError("no such file")
-        }
-        var configuration = Configuration()
-        configuration.readonly = true
-        return try Database(path: path, configuration: configuration)
     }
 
     private static func summary(of findings: [LintFinding], files: Int) -> String {

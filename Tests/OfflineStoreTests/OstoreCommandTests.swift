@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStore
+import RemindersModel
 import Testing
 
 /// What a run of the `ostore` executable printed and how it exited.
@@ -9,26 +10,9 @@ private struct CommandRun {
     var error: String
 }
 
-/// Thrown when the `ostore` executable was not built next to the test bundle.
-private struct MissingExecutable: Error, CustomStringConvertible {
-    let candidates: [String]
-    var description: String { "no ostore executable at \(candidates); run swift build --build-tests first" }
-}
-
-/// The `ostore` executable SwiftPM builds next to the test bundle (`swift build --build-tests` and `swift test`
-/// build every product).
-private func ostoreExecutable() throws -> URL {
-    let testBundle = Bundle.main.bundleURL
-    let candidates = [testBundle, testBundle.deletingLastPathComponent()].map { $0.appendingPathComponent("ostore") }
-    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-        throw MissingExecutable(candidates: candidates.map(\.path))
-    }
-    return found
-}
-
 private func runOstore(_ arguments: [String]) throws -> CommandRun {
     let process = Process()
-    process.executableURL = try ostoreExecutable()
+    process.executableURL = try builtProduct("ostore")
     process.arguments = arguments
     let output = Pipe()
     let error = Pipe()
@@ -132,5 +116,50 @@ struct OstoreCommandTests {
         let run = try runOstore(["lint", path])
         #expect(run.status == 2)
         #expect(run.error.contains("\(path):2: error: unterminated string literal"))
+    }
+
+    @Test func statusPrintsTheLedgerAndThePendingStagesAsJSON() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("status.sqlite")
+        try Migrator(plan: RemindersMigrationPlan.self).migrate(try Database(path: path), upTo: "1.1.0")
+        let run = try runOstore(["status", "--db", path, "--json"])
+        #expect(run.status == 0, "\(run.error)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
+        #expect(object["schemaVersion"] as? String == "1.1.0")
+        #expect((object["fingerprint"] as? String)?.count == 64)
+        let applied = try #require(object["appliedStages"] as? [[String: Any]])
+        #expect(applied.map { $0["toVersion"] as? String } == ["1.0.0", "1.1.0"])
+        let pending = try #require(object["pendingStages"] as? [[String: Any]])
+        #expect(pending.map { $0["toVersion"] as? String } == ["2.0.0"])
+        let expected = try Migrator(plan: RemindersMigrationPlan.self).pendingStages(try Database(path: path))
+        #expect(pending.first?["checksum"] as? String == expected.first?.checksum)
+        let text = try runOstore(["status", "--db", path])
+        #expect(text.output.contains("schema version:   1.1.0"))
+    }
+
+    @Test func checkFindsWhatDriftedFromTheLedger() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("check.sqlite")
+        let db = try Database(path: path)
+        try Migrator(plan: RemindersMigrationPlan.self).migrate(db)
+        let clean = try runOstore(["check", "--db", path])
+        #expect(clean.status == 0, "\(clean.output)\(clean.error)")
+        try db.execute("DROP INDEX reminders_listID")
+        let drifted = try runOstore(["check", "--db", path])
+        #expect(drifted.status == 1)
+        #expect(drifted.output.contains("declared at 2.0.0 but missing or different in the file"))
+        #expect(drifted.output.contains("reminders_listID"))
+        try db.execute("DROP TABLE ostore_migrations")
+        let noLedger = try runOstore(["check", "--db", path])
+        #expect(noLedger.status == 1)
+        #expect(noLedger.output.contains("no migration ledger"))
+    }
+
+    @Test func statusAndCheckNeedAnExistingDatabase() throws {
+        for command in ["status", "check"] {
+            #expect(try runOstore([command]).status == 2)
+            #expect(try runOstore([command, "--db", "/nonexistent/x.sqlite"]).status == 2)
+        }
     }
 }

@@ -8,6 +8,7 @@ import Foundation
 enum MigrationLedger {
     static let tableName = "ostore_migrations"
     static let stateTableName = "ostore_migration_state"
+    static let planTableName = "ostore_migration_plan"
 
     struct Entry: Sendable, Hashable {
         var position: Int
@@ -47,6 +48,37 @@ enum MigrationLedger {
                     verifiedSchemaCookie INTEGER NOT NULL
                 ) STRICT
                 """)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS \(quoteIdentifier(planTableName)) (
+                    position INTEGER PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    fromVersion TEXT,
+                    toVersion TEXT NOT NULL,
+                    checksum TEXT NOT NULL,
+                    schemaText TEXT NOT NULL
+                ) STRICT
+                """)
+    }
+
+    /// Stores the plan the app migrated with (its steps, checksums and each version's canonical
+    /// schema), so tools that do not have the app's code (`ostore status`, `ostore check`) can
+    /// list pending stages and compare the live schema with the declared one.
+    static func recordPlan(_ steps: [MigrationStep], in db: Database) throws {
+        let stored = try db.fetchAll(
+            String.self, "SELECT checksum FROM \(identifier: planTableName) ORDER BY position")
+        guard stored != steps.map(\.checksum) else { return }
+        // An older release must not erase the manifest of the newer plan that wrote the file.
+        guard stored.count <= steps.count else { return }
+        try db.execute("DELETE FROM \(identifier: planTableName)")
+        for step in steps {
+            try db.execute(
+                """
+                INSERT INTO \(identifier: planTableName) (position, kind, fromVersion, toVersion, checksum, schemaText)
+                VALUES (\(step.position), \(step.kind.rawValue), \(step.fromVersion?.description),
+                    \(step.toVersion.description), \(step.checksum), \(step.target.canonicalText(includingSyncModes: false)))
+                """)
+        }
     }
 
     static func entries(_ db: Database) throws -> [Entry] {
@@ -91,7 +123,8 @@ enum MigrationLedger {
     }
 
     /// Records the current schema cookie as verified; call last in a transaction, after any DDL.
-    static func markSchemaVerified(_ db: Database) throws {
+    static func markSchemaVerified(_ db: Database, steps: [MigrationStep]) throws {
+        try recordPlan(steps, in: db)
         try db.execute(
             """
             INSERT INTO \(identifier: stateTableName) (id, verifiedSchemaCookie) VALUES (1, \(try schemaCookie(db)))

@@ -42,7 +42,7 @@ extension Migrator {
         try Self.checkForeignKeys(db, stageLabel: step.label)
         let duration = started.duration(to: clock.now)
         try MigrationLedger.record(step, duration: duration.seconds, adopted: false, in: db)
-        try MigrationLedger.markSchemaVerified(db)
+        try MigrationLedger.markSchemaVerified(db, steps: steps)
         options.progress?(.stageFinished(stage: step.label, duration: duration))
         return context.executedSQL
     }

@@ -33,7 +33,7 @@ extension Migrator {
         } else {
             try db.runTransaction(begin: beginWaitingForWriteLock) { db in
                 try MigrationLedger.createIfNeeded(db)
-                try MigrationLedger.markSchemaVerified(db)
+                try MigrationLedger.markSchemaVerified(db, steps: steps)
             }
         }
         return StartPoint(position: lastEntry.position + 1, isFresh: isFresh)
@@ -78,7 +78,7 @@ extension Migrator {
                     for adoptedStep in steps[...step.position] {
                         try MigrationLedger.record(adoptedStep, duration: 0, adopted: true, in: db)
                     }
-                    try MigrationLedger.markSchemaVerified(db)
+                    try MigrationLedger.markSchemaVerified(db, steps: steps)
                 }
                 return step.position
             }

@@ -38,8 +38,17 @@ public struct SchemaSnapshot: Sendable, Hashable {
 
     /// The canonical text: one line per table, column, constraint and index, in a fixed order;
     /// column order and SQL layout do not matter, anything SQLite would treat differently does.
-    public var canonicalText: String {
-        (["offline-store-schema 1"] + normalizedTables.flatMap { $0.canonicalLines }).joined(separator: "\n") + "\n"
+    public var canonicalText: String { canonicalText(includingSyncModes: true) }
+
+    /// The canonical text; without sync modes it describes only what SQLite stores, so a live
+    /// database (whose sync modes only the declaration knows) compares with a declaration.
+    public func canonicalText(includingSyncModes: Bool) -> String {
+        let lines = normalizedTables.flatMap { table in
+            var table = table
+            if !includingSyncModes { table.sync = .localOnly }
+            return table.canonicalLines
+        }
+        return (["offline-store-schema 1"] + lines).joined(separator: "\n") + "\n"
     }
 
     /// The SHA-256 of ``canonicalText``, in lowercase hex.

@@ -1,0 +1,98 @@
+import Foundation
+import OfflineStore
+
+/// `ostore status --db PATH [--json]`: the schema version, applied and pending stages with their
+/// checksums, and the fingerprints, read from the migration ledger without the app's code.
+enum StatusCommand: Command {
+    static let name = "status"
+    static let synopsis = "--db PATH [--json]"
+    static let summary = "Show a database's schema version, applied and pending migration stages, and fingerprint."
+    static let options = [
+        CommandOption(name: "--db", valueName: "PATH", help: "the database (opened read-only)"),
+        CommandOption(name: "--json", valueName: nil, help: "print one JSON object instead of text"),
+    ]
+    static let details = """
+        JSON keys: schemaVersion (null for a database without ledger), fingerprint, liveFingerprint,
+        appliedStages, pendingStages. Pending stages come from the plan the app last migrated with.
+
+        exit status: 0 ok, 2 usage error or unreadable database
+        """
+
+    static func run(_ arguments: ParsedArguments) -> ExitStatus {
+        guard let path = arguments.values["--db"], arguments.positionals.isEmpty else {
+            Console.error("ostore status: give the database with --db PATH and nothing else\nusage: ostore status \(synopsis)")
+            return .failure
+        }
+        let status: MigrationStatus
+        do {
+            status = try MigrationStatus.read(from: try Database.openReadOnly(path))
+        } catch {
+            Console.error("ostore status: cannot read \(path): \(error)")
+            return .failure
+        }
+        if arguments.flags.contains("--json") {
+            Console.output(json(status))
+        } else {
+            Console.output(text(status, path: path))
+        }
+        return .success
+    }
+
+    private static func text(_ status: MigrationStatus, path: String) -> String {
+        var lines = [
+            "database:         \(path)",
+            "schema version:   \(status.schemaVersion?.description ?? "none (no migration ledger)")",
+            "fingerprint:      \(status.fingerprint ?? "-")",
+            "live fingerprint: \(status.liveFingerprint)",
+            "applied stages:\(status.appliedStages.isEmpty ? " none" : "")",
+        ]
+        let dateFormatter = ISO8601DateFormatter()
+        for stage in status.appliedStages {
+            let notes = [stage.adopted ? "adopted" : nil, stage.runs > 1 ? "ran \(stage.runs) times" : nil]
+                .compactMap { $0 }.joined(separator: ", ")
+            lines.append(
+                "  \(stage.position)  \(label(stage.fromVersion, stage.toVersion, stage.kind))  "
+                    + "checksum \(stage.checksum.prefix(16))…  applied \(dateFormatter.string(from: stage.appliedAt))  "
+                    + String(format: "%.3f s", stage.duration) + (notes.isEmpty ? "" : "  (\(notes))"))
+        }
+        lines.append("pending stages:\(status.pendingStages.isEmpty ? " none" : "")")
+        for stage in status.pendingStages {
+            lines.append(
+                "  \(stage.position)  \(label(stage.fromVersion, stage.toVersion, stage.kind))  "
+                    + "checksum \(stage.checksum.prefix(16))…")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func label(_ from: Schema.Version?, _ to: Schema.Version, _ kind: String) -> String {
+        "\(from.map { "\($0) → " } ?? "create ")\(to) (\(kind))"
+    }
+
+    private static func json(_ status: MigrationStatus) -> String {
+        let dateFormatter = ISO8601DateFormatter()
+        let object: [String: Any] = [
+            "schemaVersion": status.schemaVersion?.description ?? NSNull(),
+            "fingerprint": status.fingerprint ?? NSNull(),
+            "liveFingerprint": status.liveFingerprint,
+            "appliedStages": status.appliedStages.map { stage -> [String: Any] in
+                [
+                    "position": stage.position, "kind": stage.kind,
+                    "fromVersion": stage.fromVersion?.description ?? NSNull(),
+                    "toVersion": stage.toVersion.description, "checksum": stage.checksum,
+                    "appliedAt": dateFormatter.string(from: stage.appliedAt), "durationSeconds": stage.duration,
+                    "runs": stage.runs, "adopted": stage.adopted,
+                ]
+            },
+            "pendingStages": status.pendingStages.map { stage -> [String: Any] in
+                [
+                    "position": stage.position, "kind": stage.kind,
+                    "fromVersion": stage.fromVersion?.description ?? NSNull(),
+                    "toVersion": stage.toVersion.description, "checksum": stage.checksum,
+                ]
+            },
+        ]
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
