@@ -111,4 +111,22 @@ struct MigrationTests {
             return error?.kind == .databaseNewerThanPlan && error!.message.contains("2.0.0")
         }
     }
+
+    @Test func aRebuildAndABatchedBackfillReportRowsDoneOfRowsTotal() throws {
+        let path = directory.path("progress.sqlite")
+        try MigrationCrashTests.makeVersion1_1Database(at: path, rows: 25_000)
+        let events = Locked<[String]>([])
+        var options = Migrator.Options()
+        options.progress = { event in
+            if case .rows(_, let operation, let done, let total) = event {
+                events.withLock { $0.append("\(operation) \(done)/\(total)") }
+            }
+        }
+        try Migrator(plan: RemindersMigrationPlan.self, options: options).migrate(try Database(path: path))
+        #expect(
+            events.value.filter { $0.hasPrefix("rebuild") } == [
+                "rebuild reminders 0/25000", "rebuild reminders 10000/25000", "rebuild reminders 20000/25000",
+                "rebuild reminders 25000/25000",
+            ])
+    }
 }

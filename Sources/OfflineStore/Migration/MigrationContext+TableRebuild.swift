@@ -73,11 +73,13 @@ extension MigrationContext {
             }
         }
         reportProgress(operation: "rebuild \(name)", done: 0, total: totalRows)
-        try run(
-            SQL(
-                sql: "INSERT INTO \(quotedRebuilt) (\(targetColumns.joined(separator: ", "))) "
-                    + "SELECT \(sourceExpressions.joined(separator: ", ")) FROM \(quotedName) AS \"old\""
-                    + (join.map { " " + $0 } ?? "")))
+        try withRowProgress(operation: "rebuild \(name)", total: totalRows) { progressCondition in
+            try run(
+                SQL(
+                    sql: "INSERT INTO \(quotedRebuilt) (\(targetColumns.joined(separator: ", "))) "
+                        + "SELECT \(sourceExpressions.joined(separator: ", ")) FROM \(quotedName) AS \"old\""
+                        + (join.map { " " + $0 } ?? "") + (progressCondition.map { " WHERE \($0)" } ?? "")))
+        }
         let copiedRows = try rowCount(rebuilt)
         guard copiedRows == totalRows else {
             throw MigrationError(
@@ -96,6 +98,23 @@ extension MigrationContext {
             try run(SQL(sql: object.sql))
         }
         try Migrator.checkForeignKeys(database, stageLabel: stageLabel, table: name)
+    }
+
+    /// Runs a single `INSERT … SELECT` that reports rows done as it goes: when someone observes
+    /// progress, `body` gets a condition to add to the SELECT, a function that counts rows and
+    /// reports every 10,000. Without an observer there is no per-row cost.
+    private func withRowProgress(operation: String, total: Int, _ body: (String?) throws -> Void) throws {
+        guard let progress else { return try body(nil) }
+        let counter = RowCounter()
+        let label = stageLabel
+        let function = DatabaseFunction("ostore_row_progress", argumentCount: 0) { _ in
+            let done = counter.increment()
+            if done % 10_000 == 0 { progress(.rows(stage: label, operation: operation, done: done, total: total)) }
+            return 1
+        }
+        try database.add(function: function)
+        defer { try? database.remove(function: function) }
+        try body("ostore_row_progress()")
     }
 
     private struct DependentObject {
@@ -134,5 +153,19 @@ extension MigrationContext {
             SQL(
                 sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"))
         return missing.map { "lost: \($0)" } + duplicated.map { "duplicated: \($0)" }
+    }
+}
+
+/// Counts rows for progress reports.
+///
+/// `@unchecked Sendable`: SQLite calls the counting function only on the thread that runs the
+/// statement, one call at a time, and the count is read only by those calls, so it is never
+/// accessed concurrently; the type is Sendable only because function bodies must be.
+private final class RowCounter: @unchecked Sendable {
+    private var count = 0
+
+    func increment() -> Int {
+        count += 1
+        return count
     }
 }

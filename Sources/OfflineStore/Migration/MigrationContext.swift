@@ -29,6 +29,9 @@ public final class MigrationContext {
     public internal(set) var phase: Phase = .willMigrate
     /// The declared schema this stage produces.
     public let targetSchema: SchemaSnapshot
+    /// Whether the stage asked for its writes to be recorded as user changes for sync
+    /// (``MigrationStage/recordsChanges``); off by default, since every peer runs the same stage.
+    public let recordsChanges: Bool
 
     let stageLabel: String
     let acknowledgedLintRules: Set<String>
@@ -48,6 +51,7 @@ public final class MigrationContext {
         targetSchema = step.target
         stageLabel = step.label
         acknowledgedLintRules = step.stage?.acknowledgedLintRules ?? []
+        recordsChanges = step.stage?.recordsChanges ?? false
         self.progress = progress
         linter = StageLinter(targetSchema: step.target)
     }

@@ -130,6 +130,12 @@ public struct Migrator: Sendable {
     /// transaction. Opening an up-to-date database costs a ledger read and a schema-cookie check.
     public func migrate(_ db: Database, upTo target: Schema.Version? = nil) throws(MigrationError) {
         let last = try position(of: target)
+        if options.eraseDatabaseOnSchemaChange {
+            FileHandle.standardError.write(
+                Data(
+                    ("OfflineStore: development mode is ON (Migrator.Options.eraseDatabaseOnSchemaChange): a changed "
+                        + "schema ERASES \(db.path). Never ship it.\n").utf8))
+        }
         try wrapErrors(stage: nil) {
             try checkUsable(db)
             let entries = try ledgerEntries(db)
