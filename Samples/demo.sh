@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# make demo: the Reminders sample creating a store, writing and reading records.
+# make demo: the Reminders sample living through three app releases on one database file.
+# Release 1.0 creates it, 1.1 upgrades it (lightweight stage), 2.0 upgrades it again (a table
+# rebuild that backfills dueAt and fills the search index); then 1.0 is refused on the 2.0 file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,22 +10,51 @@ reminders=".build/release/reminders"
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 db="$workdir/reminders.sqlite"
+echo "db=$db"
 
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
-step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; }
+# Prints a command as one would type it: $db by name, arguments quoted where the shell needs it.
+step() {
+    local shown=() argument
+    for argument in "$@"; do
+        if [ "$argument" = "$db" ]; then
+            shown+=('"$db"')
+        elif [[ "$argument" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+            shown+=("$argument")
+        elif [[ ! "$argument" =~ [\"\$\`\\!] ]]; then
+            shown+=("\"$argument\"")
+        else
+            shown+=("'${argument//\'/\'\\\'\'}'")
+        fi
+    done
+    printf '%s$ %s%s\n' "$bold" "${shown[*]}" "$plain"
+}
+note() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
+# Shows a command, then runs it: `show reminders --db "$db" list` prints `$ reminders …`.
+show() {
+    echo
+    step "$@"
+    if [ "$1" = reminders ]; then shift; "$reminders" "$@"; else "$@"; fi
+}
 
-step reminders --db "$db" add Buy milk
-milk=$("$reminders" --db "$db" add Buy milk); echo "$milk"
-step reminders --db "$db" add Call the plumber
-"$reminders" --db "$db" add Call the plumber
-step reminders --db "$db" add "Ünïcödé & 'quotes'; DROP TABLE reminders; --"
-"$reminders" --db "$db" add "Ünïcödé & 'quotes'; DROP TABLE reminders; --"
-step reminders --db "$db" done "$milk"
-"$reminders" --db "$db" done "$milk"
-step reminders --db "$db" list
-"$reminders" --db "$db" list
-step reminders --db "$db" list --json
-"$reminders" --db "$db" list --json
-step sqlite3 "$db" "PRAGMA journal_mode; SELECT typeof(id), typeof(done), typeof(createdAt) FROM reminders LIMIT 1"
-sqlite3 "$db" "PRAGMA journal_mode; SELECT typeof(id), typeof(done), typeof(createdAt) FROM reminders LIMIT 1"
-printf '\nThe store is a plain SQLite file in WAL mode; values are bound, never interpolated.\n'
+note "Release 1.0 creates the database."
+show reminders --db "$db" --schema 1.0 lists add Home
+show reminders --db "$db" --schema 1.0 add "Buy milk" --list Home --due 2024-05-01
+show reminders --db "$db" --schema 1.0 add "Robert'); DROP TABLE reminders; --" --due 2024-02-29
+show reminders --db "$db" --schema 1.0 list
+
+note "Release 1.1 upgrades it (adds priority, notes, tags) and can use the new columns."
+show reminders --db "$db" --schema 1.1 add "Call the plumber" --priority 1 --notes 'the "kitchen" leak'
+show reminders --db "$db" --schema 1.1 list
+
+note "Release 2.0 (the default) upgrades it: dueAt is backfilled from dueDate, the search index filled."
+show reminders --db "$db" list --json
+show reminders --db "$db" list --search kitchen
+show reminders --db "$db" list --search 'milk" OR title:*'
+show reminders --db "$db" lists
+
+note "Release 1.0 refuses the 2.0 file and leaves it alone (exit status 1, expected):"
+show reminders --db "$db" --schema 1.0 list || echo "(exit status $?)"
+
+show sqlite3 "$db" "SELECT position, kind, fromVersion, toVersion FROM ostore_migrations"
+printf '\nThe ledger records each stage once; values are bound, never interpolated, so the odd title is just a title.\n'

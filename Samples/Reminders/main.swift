@@ -1,73 +1,52 @@
 import Foundation
 import OfflineStore
 
-// reminders --db PATH COMMAND ...
-//   add TITLE        prints the new id alone on a line
-//   list [--json]    every reminder, oldest first
-//   done ID          marks a reminder done
-//   rm ID            deletes a reminder
+// reminders --db PATH [--schema VERSION] COMMAND …: see Usage.swift. Parses the command line
+// (usage errors end here, before any file is touched), opens and migrates the database as the
+// chosen release, runs the command in one transaction and prints its output after the commit.
 
-let usage = """
-    usage: reminders --db PATH add TITLE
-           reminders --db PATH list [--json]
-           reminders --db PATH done ID
-           reminders --db PATH rm ID
-    """
-
-func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write(Data("reminders: \(message)\n".utf8))
-    exit(code)
-}
-
-var arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.contains("--help") || arguments.contains("-h") {
-    print(usage)
-    exit(0)
-}
-guard arguments.count >= 3, arguments[0] == "--db" else { fail("missing --db PATH\n\(usage)", code: 2) }
-let path = arguments[1]
-let command = arguments[2]
-let operands = Array(arguments.dropFirst(3))
-
-do {
-    let store = try ReminderStore.open(path: path)
-    switch (command, operands) {
-    case ("add", let words) where !words.isEmpty:
-        let reminder = Reminder(
-            id: UUID().uuidString.lowercased(), title: words.joined(separator: " "), done: false, createdAt: Date())
-        try store.write { db in try reminder.insert(db) }
-        print(reminder.id)
-    case ("list", let flags) where flags.isEmpty || flags == ["--json"]:
-        let reminders = try store.read { db in
-            try Reminder.fetchAll(db, "SELECT * FROM reminders ORDER BY createdAt, id")
+func perform(_ command: Command, release: AppRelease, in db: Database) throws -> String {
+    switch command {
+    case .showLists:
+        return try db.transaction { db in try ListCommands.show(in: db) }
+    case .addList(let name):
+        return try db.transaction(.immediate) { db in try ListCommands.add(name: name, in: db) }
+    case .addReminder(let reminder):
+        return try db.transaction(.immediate) { db in
+            try ReminderCommands.add(reminder, release: release, in: db)
         }
-        if flags == ["--json"] {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            print(String(decoding: try encoder.encode(reminders), as: UTF8.self))
-        } else if reminders.isEmpty {
-            print("No reminders.")
-        } else {
-            for reminder in reminders {
-                print("\(reminder.done ? "[x]" : "[ ]") \(reminder.title)  (\(reminder.id))")
-            }
-        }
-    case ("done", let ids) where ids.count == 1:
-        let changed = try store.write { db in
-            try db.execute("UPDATE reminders SET done = \(true) WHERE id = \(ids[0])")
-            return db.changesCount
-        }
-        guard changed == 1 else { fail("no reminder with id \(ids[0])", code: 1) }
-    case ("rm", let ids) where ids.count == 1:
-        let changed = try store.write { db in
-            try db.execute("DELETE FROM reminders WHERE id = \(ids[0])")
-            return db.changesCount
-        }
-        guard changed == 1 else { fail("no reminder with id \(ids[0])", code: 1) }
-    default:
-        fail("unknown command or arguments: \(command) \(operands.joined(separator: " "))\n\(usage)", code: 2)
+    case .listReminders(let listing):
+        return try db.transaction { db in try listing.output(release: release, in: db) }
+    case .editReminder(let edit):
+        try db.transaction(.immediate) { db in try ReminderCommands.edit(edit, release: release, in: db) }
+        return ""
+    case .removeReminder(let id):
+        try db.transaction(.immediate) { db in try ReminderCommands.remove(id: id, release: release, in: db) }
+        return ""
     }
-} catch {
-    fail("\(error)", code: 1)
 }
+
+func run(_ arguments: [String]) -> Int32 {
+    if ScannedArguments.asksForHelp(arguments) {
+        print(Usage.text)
+        return ExitStatus.success
+    }
+    do {
+        let options = try CommandLineOptions(parsing: arguments)
+        let db = try ReminderStore.open(path: options.databasePath, release: options.release)
+        // Closing checkpoints the WAL into the file and removes the -wal and -shm files.
+        defer { try? db.close() }
+        let output = try perform(options.command, release: options.release, in: db)
+        if !output.isEmpty { print(output) }
+        return ExitStatus.success
+    } catch let failure as CommandFailure {
+        StandardError.report(failure.message)
+        if failure.kind == .usage { StandardError.write("Try 'reminders --help'.\n") }
+        return failure.exitStatus
+    } catch {
+        StandardError.report("\(error)")
+        return ExitStatus.runtimeError
+    }
+}
+
+exit(run(Array(CommandLine.arguments.dropFirst())))

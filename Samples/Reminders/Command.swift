@@ -1,0 +1,36 @@
+/// What the user asked the tool to do, with its operands checked.
+enum Command {
+    /// `lists`
+    case showLists
+    /// `lists add NAME`
+    case addList(name: String)
+    /// `add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]`
+    case addReminder(NewReminder)
+    /// `list [--json] [--search TEXT]`
+    case listReminders(ReminderListing)
+    /// `edit ID [--title T] [--priority N] [--notes T] [--done]`
+    case editReminder(ReminderEdit)
+    /// `rm ID`
+    case removeReminder(id: String)
+}
+
+/// The reminder `add` creates.
+struct NewReminder {
+    var title: String
+    /// The list's name; created if no list has it.
+    var listName: String
+    var priority: Int?
+    var due: DueDate?
+    var notes: String?
+}
+
+/// The changes `edit` makes; nil leaves a column as it is.
+struct ReminderEdit {
+    var id: String
+    var title: String?
+    var priority: Int?
+    var notes: String?
+    var marksDone: Bool
+
+    var changesSearchableText: Bool { title != nil || notes != nil }
+}

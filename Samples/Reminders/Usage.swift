@@ -1,0 +1,45 @@
+/// The text `reminders --help` prints.
+enum Usage {
+    static let text = """
+        usage: reminders --db PATH [--schema VERSION] COMMAND [OPTIONS]
+
+        A small offline-first reminders app on OfflineStore. Each run acts as one release of the
+        app: --schema 1.0, 1.1 or 2.0 (default: 2.0, the latest). Opening the database creates it,
+        or upgrades it to that release's schema with the app's migration plan; a file that a newer
+        release has already upgraded is refused and left unmodified.
+
+        commands:
+          lists                       the lists: id, number of reminders, name
+          lists add NAME              create a list; prints its id alone on a line
+          add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]
+                                      create a reminder; prints its id alone on a line.
+                                      --list NAME  the list with that name, created if there
+                                                   is none (default: "Inbox", created if needed)
+                                      --priority N 0 to 9 (schema 1.1 or later)
+                                      --notes TEXT (schema 1.1 or later)
+                                      --due DATE   a real date, YYYY-MM-DD (stored in dueDate,
+                                                   and at 2.0 also in dueAt)
+          list [--json] [--search TEXT]
+                                      the reminders, oldest first, as a table; --json prints
+                                      every column of the reminders table (keys sorted, NULL as
+                                      null); --search finds TEXT as a phrase in titles and notes,
+                                      best match first (schema 2.0)
+          edit ID [--title TEXT] [--priority N] [--notes TEXT] [--done]
+                                      change a reminder (--priority and --notes: schema 1.1 or later)
+          rm ID                       delete a reminder (and its tags)
+
+        options:
+          --db PATH                   the database file (created if missing)
+          --schema VERSION            the app release to act as: 1.0, 1.1 or 2.0
+          -h, --help                  print this help
+
+        Options may come before or after the command; `--` ends them, for a TITLE or NAME that
+        starts with "-". Errors go to stderr. While a slow upgrade runs, a progress line is shown
+        on stderr when it is a terminal.
+
+        exit status:
+          0  success
+          1  runtime error: no such reminder, a database from a newer release, a failed migration
+          2  usage error: the command line is wrong (nothing was opened or changed)
+        """
+}
