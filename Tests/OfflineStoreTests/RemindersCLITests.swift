@@ -226,38 +226,9 @@ private struct RemindersCLI {
     init() throws {
         directory = try TemporaryDirectory()
         databasePath = directory.path("reminders.sqlite")
-        executable = try Self.builtExecutable()
+        executable = try builtProduct("reminders")
     }
 
-    /// `reminders` is a product of the package, so the build that built the tests put it next to the
-    /// test bundle; the package's default debug folder is the fallback.
-    private static func builtExecutable() throws -> URL {
-        var candidates: [URL] = []
-        if let testExecutable = Bundle.main.executableURL {
-            var directory = testExecutable.deletingLastPathComponent()
-            // From inside a `.xctest` bundle directory, up to the build products folder.
-            while directory.pathExtension == "xctest" || directory.lastPathComponent == "MacOS"
-                || directory.lastPathComponent == "Contents"
-            {
-                directory.deleteLastPathComponent()
-            }
-            candidates.append(directory.appendingPathComponent("reminders"))
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/reminders"))
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw MissingExecutable(looked: candidates.map(\.path))
-        }
-        return found
-    }
-
-    struct MissingExecutable: Error, CustomStringConvertible {
-        var looked: [String]
-        var description: String {
-            "the reminders executable was not built (looked at \(looked.joined(separator: ", "))): run swift build --build-tests"
-        }
-    }
 
     /// Runs `reminders --db <this test's database> arguments…`.
     func run(_ arguments: String...) throws -> Outcome {

@@ -92,7 +92,14 @@ func onAnotherThread<Output: Sendable>(
 /// directory the test bundle runs in (`swift build --build-tests` builds every product).
 func builtProduct(_ name: String, filePath: String = #filePath) throws -> URL {
     var directories: [URL] = []
-    if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+    if let executable = Bundle.main.executableURL {
+        var directory = executable.deletingLastPathComponent()
+        // From inside a `.xctest` bundle directory, up to the build products folder.
+        while ["xctest"].contains(directory.pathExtension) || ["MacOS", "Contents"].contains(directory.lastPathComponent) {
+            directory.deleteLastPathComponent()
+        }
+        directories.append(directory)
+    }
     let packageRoot = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     directories.append(packageRoot.appendingPathComponent(".build/debug"))
