@@ -214,7 +214,7 @@ enum LinterTests {
                 #expect(LintRule(id: rule.id) == rule)
             }
             #expect(LintRule(id: "no-such-rule") == nil)
-            #expect(LintRule.renameOldTableFirst.fix.contains("TableRebuild"))
+            #expect(LintRule.renameOldTableFirst.fix.contains("MigrationContext.rebuildTable"))
             #expect(LintRule.renameOldTableFirst.fix.contains("12-step"))
             #expect(LintRule.foreignKeysPragmaInTransaction.fix.contains("defer_foreign_keys"))
         }
