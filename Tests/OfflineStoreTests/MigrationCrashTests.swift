@@ -5,7 +5,7 @@ import Testing
 
 /// kill -9 at random points of a real migration: the file must always open intact at exactly one
 /// declared version and finish the migration on the next open with every row present.
-@Suite("Crash during migration")
+@Suite("Crashes and concurrent processes during migration")
 struct MigrationCrashTests {
     static let rowCount = 100_000
     static let killPoints = 50
@@ -62,6 +62,33 @@ struct MigrationCrashTests {
         }
         // Both outcomes must occur, or the kill points missed the migration entirely.
         #expect(outcomes.count == 2, "versions after kill: \(outcomes)")
+    }
+
+    @Test func twoProcessesOpeningTheSameFileMigrateItOnce() throws {
+        let directory = try TemporaryDirectory()
+        let reminders = try builtProduct("reminders")
+        for attempt in 0..<3 {
+            let path = directory.path("shared-\(attempt).sqlite")
+            try Self.makeVersion1_1Database(at: path, rows: 20_000)
+            let processes = try (0..<2).map { _ in
+                let process = Process()
+                process.executableURL = reminders
+                process.arguments = ["--db", path, "lists"]
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                return process
+            }
+            for process in processes {
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0)
+            }
+            let db = try Database(path: path)
+            let stages = try Migrator(plan: RemindersMigrationPlan.self).appliedStages(db)
+            #expect(stages.map(\.toVersion) == ["1.0.0", "1.1.0", "2.0.0"])
+            #expect(stages.map(\.runs) == [1, 1, 1])
+            #expect(try db.count("reminders") == 20_000)
+            #expect(try db.count("reminderSearch") == 20_000)
+        }
     }
 
     static func makeVersion1_1Database(at path: String, rows: Int) throws {
