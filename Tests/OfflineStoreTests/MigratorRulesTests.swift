@@ -99,6 +99,17 @@ enum NotesPlanWithCustomStage: MigrationPlan {
     ]
 }
 
+enum NotesV1_2: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.2.0"
+    static let models: [any Model.Type] = NotesV2.models
+}
+
+/// NotesPlan with its shipped 1.1.0 stage replaced: the ledger's position 1 no longer lines up.
+enum NotesPlanSkipping1_1: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV1_2.self]
+    static let stages: [MigrationStage] = [.lightweight(fromVersion: NotesV1.self, toVersion: NotesV1_2.self)]
+}
+
 enum NotesPlanClearingNotes: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV2.self]
     static let stages: [MigrationStage] = [
@@ -266,5 +277,17 @@ struct MigratorRulesTests {
 
         try Migrator(plan: NotesPlanClearingNotesKnowingly.self).migrate(db)
         #expect(try db.count("notes") == 0)
+    }
+
+    @Test func aRemovedOrReplacedShippedStageIsRefused() throws {
+        let db = try Database(path: directory.path("removed.sqlite"))
+        try Migrator(plan: NotesPlan.self).migrate(db)
+        let replaced = migrationError { try Migrator(plan: NotesPlanSkipping1_1.self).migrate(db) }
+        #expect(replaced?.kind == .stageRemovedOrReordered)
+        #expect(replaced?.message.contains("1.0.0 → 1.1.0") == true)
+        let removed = migrationError { try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0").migrate(db) }
+        #expect(removed?.kind == .databaseNewerThanPlan)
+        #expect(removed?.message.contains("1.1.0") == true)
+        #expect(try Migrator(plan: NotesPlan.self).hasCompletedMigrations(db))
     }
 }

@@ -195,9 +195,10 @@ public struct Migrator: Sendable {
             guard entry.position < steps.count else {
                 throw MigrationError(
                     .databaseNewerThanPlan, stage: "\(entry.fromVersion?.description ?? "create") → \(entry.toVersion)",
-                    "the database is at schema \(entries.last!.toVersion), written by a newer release of the app; "
-                        + "this release knows versions up to \(latestVersion)",
-                    fix: "open it with the newer release (nothing was modified)")
+                    "the database is at schema \(entries.last!.toVersion), which this release does not know "
+                        + "(it knows versions up to \(latestVersion)): a newer release of the app wrote it, or a "
+                        + "shipped stage was removed from the plan",
+                    fix: "open it with the newer release, or restore the removed stage (nothing was modified)")
             }
             let step = steps[entry.position]
             guard entry.fromVersion == step.fromVersion, entry.toVersion == step.toVersion else {
