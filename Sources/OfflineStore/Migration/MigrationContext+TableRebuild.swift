@@ -73,12 +73,23 @@ extension MigrationContext {
             }
         }
         reportProgress(operation: "rebuild \(name)", done: 0, total: totalRows)
-        try withRowProgress(operation: "rebuild \(name)", total: totalRows) { progressCondition in
-            try run(
-                SQL(
-                    sql: "INSERT INTO \(quotedRebuilt) (\(targetColumns.joined(separator: ", "))) "
-                        + "SELECT \(sourceExpressions.joined(separator: ", ")) FROM \(quotedName) AS \"old\""
-                        + (join.map { " " + $0 } ?? "") + (progressCondition.map { " WHERE \($0)" } ?? "")))
+        let source = "FROM \(quotedName) AS \"old\"" + (join.map { " " + $0 } ?? "")
+        do {
+            try withRowProgress(operation: "rebuild \(name)", total: totalRows) { progressCondition in
+                try run(
+                    SQL(
+                        sql: "INSERT INTO \(quotedRebuilt) (\(targetColumns.joined(separator: ", "))) "
+                            + "SELECT \(sourceExpressions.joined(separator: ", ")) \(source)"
+                            + (progressCondition.map { " WHERE \($0)" } ?? "")))
+            }
+        } catch let error as DatabaseError where error.primaryResultCode == .constraint {
+            throw MigrationError(
+                .rowCountMismatch, stage: stageLabel,
+                "copying \(name) into its new definition failed: \(error.message); the join matches several rows "
+                    + "for one row, or a row breaks a constraint of the new definition",
+                fix: "join on a unique key with a LEFT JOIN (one match or none per row), and repair rows that break "
+                    + "new constraints before the rebuild; the stage was rolled back",
+                details: try duplicatedRows(source: source, key: liveTable), databaseError: error)
         }
         let copiedRows = try rowCount(rebuilt)
         guard copiedRows == totalRows else {
@@ -141,6 +152,16 @@ extension MigrationContext {
             }
             return mentions ? object : nil
         }
+    }
+
+    /// Rows of the old table the copy's join matches more than once.
+    private func duplicatedRows(source: String, key liveTable: TableDefinition) throws -> [String] {
+        let keyColumns = liveTable.normalized().primaryKey
+        let key =
+            keyColumns.isEmpty ? "\"old\".rowid" : keyColumns.map { "\"old\"." + quoteIdentifier($0) }.joined(separator: ", ")
+        return try database.fetchAll(
+            SQL(sql: "SELECT \(key), count(*) \(source) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20")
+        ).map { "duplicated: \($0)" }
     }
 
     private func offendingRows(old: String, new: String, key liveTable: TableDefinition) throws -> [String] {
