@@ -154,6 +154,14 @@ extension MigrationContext {
         }
     }
 
+    /// A row's key columns as `name = literal` pairs: the offending rows of an aborted rebuild are
+    /// named so the developer can find them.
+    private static func keyText(_ row: Row) throws -> String {
+        try row.columnNames.indices.filter { row.columnNames[$0] != "count(*)" }.map { index in
+            "\(row.columnNames[index]) = \(try row.decode(DatabaseValue.self, at: index).sqlLiteral)"
+        }.joined(separator: ", ")
+    }
+
     /// Rows of the old table the copy's join matches more than once.
     private func duplicatedRows(source: String, key liveTable: TableDefinition) throws -> [String] {
         let keyColumns = liveTable.normalized().primaryKey
@@ -161,7 +169,7 @@ extension MigrationContext {
             keyColumns.isEmpty ? "\"old\".rowid" : keyColumns.map { "\"old\"." + quoteIdentifier($0) }.joined(separator: ", ")
         return try database.fetchAll(
             SQL(sql: "SELECT \(key), count(*) \(source) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20")
-        ).map { "duplicated: \($0)" }
+        ).map { "duplicated: \(try Self.keyText($0)) (\(try $0.decode(Int.self, at: $0.count - 1)) matches)" }
     }
 
     private func offendingRows(old: String, new: String, key liveTable: TableDefinition) throws -> [String] {
@@ -173,7 +181,8 @@ extension MigrationContext {
         let duplicated = try database.fetchAll(
             SQL(
                 sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"))
-        return missing.map { "lost: \($0)" } + duplicated.map { "duplicated: \($0)" }
+        return try missing.map { "lost: \(try Self.keyText($0))" }
+            + duplicated.map { "duplicated: \(try Self.keyText($0))" }
     }
 }
 
