@@ -3,6 +3,35 @@ import OfflineStore
 import RemindersModel
 import Testing
 
+/// Two versions with the same tables: the stage between them only changes data.
+private enum BackfillV1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.0.0"
+    static let models: [any Model.Type] = [Note.self]
+
+    enum Note: Model {
+        static let tableDefinition = TableDefinition("notes", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("body", .text).notNull()
+        }
+    }
+}
+
+private enum BackfillV1_1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.1.0"
+    static let models: [any Model.Type] = [BackfillV1.Note.self]
+}
+
+private enum BackfillPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [BackfillV1.self, BackfillV1_1.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: BackfillV1.self, toVersion: BackfillV1_1.self,
+            didMigrate: { context in
+                try context.execute("UPDATE notes SET body = upper(body) WHERE body <> upper(body)")
+            })
+    ]
+}
+
 @Suite("Migrations on the Reminders plan")
 struct MigrationTests {
     let directory: TemporaryDirectory
@@ -87,6 +116,25 @@ struct MigrationTests {
         let applied = try migrator.appliedStages(db)
         #expect(applied.map(\.adopted) == [true, true, false])
         #expect(try db.count("reminders") == 3)
+    }
+
+    /// Regression: adoption took the newest version the schema matched, so a database at 1.0.0
+    /// whose ledger was wiped was recorded at 1.1.0 and the data-only stage to 1.1.0 never ran.
+    @Test func aWipedLedgerMatchingSeveralVersionsIsAdoptedAtTheOldestSoLaterStagesRun() throws {
+        let db = try open()
+        try Migrator(plan: BackfillPlan.self, releasedUpTo: "1.0.0").migrate(db)
+        try db.execute("INSERT INTO notes (id, body) VALUES ('a', 'hello')")
+        try db.execute("DROP TABLE ostore_migrations")
+        let migrator = try Migrator(plan: BackfillPlan.self)
+        try migrator.migrate(db)
+        #expect(try db.scalar(String.self, "SELECT body FROM notes") == "HELLO")
+        #expect(try migrator.appliedStages(db).map(\.adopted) == [true, false])
+
+        // Adopted at 1.0.0 when it already was at 1.1.0: the idempotent stage runs again, harmlessly.
+        try db.execute("DROP TABLE ostore_migrations")
+        try migrator.migrate(db)
+        #expect(try db.scalar(String.self, "SELECT body FROM notes") == "HELLO")
+        #expect(try migrator.hasCompletedMigrations(db))
     }
 
     @Test func anUnrecognizedSchemaWithoutLedgerIsRefusedUntouched() throws {

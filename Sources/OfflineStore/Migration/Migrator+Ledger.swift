@@ -66,9 +66,14 @@ extension Migrator {
 
     /// A database with the plan's tables but no ledger (made by an older tool, or its ledger was
     /// wiped) is adopted only when it matches a declared version exactly. Returns that step.
+    ///
+    /// When consecutive versions declare the same tables (the stage between them only changes
+    /// data), the database matches them all and the oldest is adopted: the later stages then run,
+    /// which is safe because every stage is idempotent, whereas adopting the newest would record
+    /// their data changes as done without running them.
     private func adopt(_ db: Database, live: SchemaSnapshot) throws -> Int {
         var closest: (step: MigrationStep, differences: [SchemaDifference])?
-        for step in steps.reversed() {
+        for step in steps {
             let differences = relevantDifferences(live: live, target: step.target)
             if differences.isEmpty {
                 try db.runTransaction(begin: beginWaitingForWriteLock) { db in
@@ -82,7 +87,8 @@ extension Migrator {
                 }
                 return step.position
             }
-            if closest == nil || differences.count < closest!.differences.count { closest = (step, differences) }
+            // On a tie the newer version is the closer guess.
+            if closest == nil || differences.count <= closest!.differences.count { closest = (step, differences) }
         }
         throw MigrationError(
             .unrecognizedSchema,
