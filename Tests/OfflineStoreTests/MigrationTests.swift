@@ -137,6 +137,37 @@ struct MigrationTests {
         #expect(try migrator.hasCompletedMigrations(db))
     }
 
+    /// Regression: a dropped column that ADD COLUMN cannot restore (NOT NULL without DEFAULT) was
+    /// skipped by the re-run, and migrate succeeded on a database without it.
+    @Test func aLostColumnThatCannotBeAddedBackIsRefusedUntouched() throws {
+        let db = try open()
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        try insertV1Rows(db)
+        try db.execute("ALTER TABLE reminders DROP COLUMN title")
+        let ledger = try migrator.appliedStages(db)
+        for _ in 0..<2 {
+            #expect {
+                try migrator.migrate(db)
+            } throws: { error in
+                let error = error as? MigrationError
+                return error?.kind == .nonAdditiveChange && error!.message.contains("lost reminders.title")
+                    && error!.differences.map(\.column) == ["title"]
+            }
+        }
+        #expect(try migrator.appliedStages(db) == ledger)
+        #expect(try db.count("reminders") == 3)
+
+        // A column ADD COLUMN can restore is re-added by re-running the stage that declared it.
+        let other = try open("other.sqlite")
+        try migrator.migrate(other)
+        try insertV1Rows(other)
+        try other.execute("ALTER TABLE reminders DROP COLUMN notes")
+        try migrator.migrate(other)
+        #expect(try other.scalar(String.self, "SELECT notes FROM reminders WHERE id = 'R0'") == "")
+        #expect(try SchemaSnapshot(liveDatabase: other).differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
+    }
+
     @Test func anUnrecognizedSchemaWithoutLedgerIsRefusedUntouched() throws {
         let db = try open()
         try db.execute("CREATE TABLE reminders (id TEXT PRIMARY KEY, title TEXT)")

@@ -21,7 +21,21 @@ extension Migrator {
             return StartPoint(position: adopted + 1, isFresh: false)
         }
         let current = steps[lastEntry.position]
-        let missing = relevantDifferences(live: live, target: current.target).filter(\.isAdditive)
+        let differences = relevantDifferences(live: live, target: current.target)
+        // Re-running stages only adds what ADD COLUMN can add: without this check a lost NOT NULL
+        // (no DEFAULT), PRIMARY KEY or UNIQUE column was skipped and the database accepted without it.
+        let lost = differences.filter { $0.kind == .missingColumn && !$0.isAdditive }
+        guard lost.isEmpty else {
+            let names = lost.map { "\($0.table).\($0.column ?? "?")" }.joined(separator: ", ")
+            throw MigrationError(
+                .nonAdditiveChange, stage: current.label,
+                "the database is at \(current.toVersion) but lost \(names), which cannot be added back to "
+                    + "existing rows",
+                fix: "nothing was modified. Restore the file from a backup, or delete it to start over; if another "
+                    + "tool dropped the column, add it back with its declared definition and a value for every row",
+                differences: lost)
+        }
+        let missing = differences.filter(\.isAdditive)
         if let rerunFrom = firstStepDeclaring(missing, upTo: lastEntry.position) {
             for step in steps[rerunFrom...lastEntry.position] {
                 _ = try withForeignKeysOff(db) {
