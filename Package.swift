@@ -5,6 +5,7 @@ let package = Package(
     name: "OfflineStore",
     products: [
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
+        .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
@@ -18,6 +19,11 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
+        ),
+        // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
+        .target(
+            name: "OfflineStoreTesting",
+            dependencies: ["OfflineStore"]
         ),
         // The physical limit the benchmark compares against: the same workloads in plain C.
         .target(
@@ -46,7 +52,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OfflineStoreTests",
-            dependencies: ["OfflineStore", "RemindersModel"]
+            dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel"]
         ),
     ],
     swiftLanguageModes: [.v6]

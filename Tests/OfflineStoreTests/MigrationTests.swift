@@ -3,6 +3,35 @@ import OfflineStore
 import RemindersModel
 import Testing
 
+/// Two versions with the same tables: the stage between them only changes data.
+private enum BackfillV1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.0.0"
+    static let models: [any Model.Type] = [Note.self]
+
+    enum Note: Model {
+        static let tableDefinition = TableDefinition("notes", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("body", .text).notNull()
+        }
+    }
+}
+
+private enum BackfillV1_1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.1.0"
+    static let models: [any Model.Type] = [BackfillV1.Note.self]
+}
+
+private enum BackfillPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [BackfillV1.self, BackfillV1_1.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: BackfillV1.self, toVersion: BackfillV1_1.self,
+            didMigrate: { context in
+                try context.execute("UPDATE notes SET body = upper(body) WHERE body <> upper(body)")
+            })
+    ]
+}
+
 @Suite("Migrations on the Reminders plan")
 struct MigrationTests {
     let directory: TemporaryDirectory
@@ -87,6 +116,56 @@ struct MigrationTests {
         let applied = try migrator.appliedStages(db)
         #expect(applied.map(\.adopted) == [true, true, false])
         #expect(try db.count("reminders") == 3)
+    }
+
+    /// Regression: adoption took the newest version the schema matched, so a database at 1.0.0
+    /// whose ledger was wiped was recorded at 1.1.0 and the data-only stage to 1.1.0 never ran.
+    @Test func aWipedLedgerMatchingSeveralVersionsIsAdoptedAtTheOldestSoLaterStagesRun() throws {
+        let db = try open()
+        try Migrator(plan: BackfillPlan.self, releasedUpTo: "1.0.0").migrate(db)
+        try db.execute("INSERT INTO notes (id, body) VALUES ('a', 'hello')")
+        try db.execute("DROP TABLE ostore_migrations")
+        let migrator = try Migrator(plan: BackfillPlan.self)
+        try migrator.migrate(db)
+        #expect(try db.scalar(String.self, "SELECT body FROM notes") == "HELLO")
+        #expect(try migrator.appliedStages(db).map(\.adopted) == [true, false])
+
+        // Adopted at 1.0.0 when it already was at 1.1.0: the idempotent stage runs again, harmlessly.
+        try db.execute("DROP TABLE ostore_migrations")
+        try migrator.migrate(db)
+        #expect(try db.scalar(String.self, "SELECT body FROM notes") == "HELLO")
+        #expect(try migrator.hasCompletedMigrations(db))
+    }
+
+    /// Regression: a dropped column that ADD COLUMN cannot restore (NOT NULL without DEFAULT) was
+    /// skipped by the re-run, and migrate succeeded on a database without it.
+    @Test func aLostColumnThatCannotBeAddedBackIsRefusedUntouched() throws {
+        let db = try open()
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try migrator.migrate(db)
+        try insertV1Rows(db)
+        try db.execute("ALTER TABLE reminders DROP COLUMN title")
+        let ledger = try migrator.appliedStages(db)
+        for _ in 0..<2 {
+            #expect {
+                try migrator.migrate(db)
+            } throws: { error in
+                let error = error as? MigrationError
+                return error?.kind == .nonAdditiveChange && error!.message.contains("lost reminders.title")
+                    && error!.differences.map(\.column) == ["title"]
+            }
+        }
+        #expect(try migrator.appliedStages(db) == ledger)
+        #expect(try db.count("reminders") == 3)
+
+        // A column ADD COLUMN can restore is re-added by re-running the stage that declared it.
+        let other = try open("other.sqlite")
+        try migrator.migrate(other)
+        try insertV1Rows(other)
+        try other.execute("ALTER TABLE reminders DROP COLUMN notes")
+        try migrator.migrate(other)
+        #expect(try other.scalar(String.self, "SELECT notes FROM reminders WHERE id = 'R0'") == "")
+        #expect(try SchemaSnapshot(liveDatabase: other).differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
     }
 
     @Test func anUnrecognizedSchemaWithoutLedgerIsRefusedUntouched() throws {

@@ -21,7 +21,21 @@ extension Migrator {
             return StartPoint(position: adopted + 1, isFresh: false)
         }
         let current = steps[lastEntry.position]
-        let missing = relevantDifferences(live: live, target: current.target).filter(\.isAdditive)
+        let differences = relevantDifferences(live: live, target: current.target)
+        // Re-running stages only adds what ADD COLUMN can add: without this check a lost NOT NULL
+        // (no DEFAULT), PRIMARY KEY or UNIQUE column was skipped and the database accepted without it.
+        let lost = differences.filter { $0.kind == .missingColumn && !$0.isAdditive }
+        guard lost.isEmpty else {
+            let names = lost.map { "\($0.table).\($0.column ?? "?")" }.joined(separator: ", ")
+            throw MigrationError(
+                .nonAdditiveChange, stage: current.label,
+                "the database is at \(current.toVersion) but lost \(names), which cannot be added back to "
+                    + "existing rows",
+                fix: "nothing was modified. Restore the file from a backup, or delete it to start over; if another "
+                    + "tool dropped the column, add it back with its declared definition and a value for every row",
+                differences: lost)
+        }
+        let missing = differences.filter(\.isAdditive)
         if let rerunFrom = firstStepDeclaring(missing, upTo: lastEntry.position) {
             for step in steps[rerunFrom...lastEntry.position] {
                 _ = try withForeignKeysOff(db) {
@@ -66,9 +80,14 @@ extension Migrator {
 
     /// A database with the plan's tables but no ledger (made by an older tool, or its ledger was
     /// wiped) is adopted only when it matches a declared version exactly. Returns that step.
+    ///
+    /// When consecutive versions declare the same tables (the stage between them only changes
+    /// data), the database matches them all and the oldest is adopted: the later stages then run,
+    /// which is safe because every stage is idempotent, whereas adopting the newest would record
+    /// their data changes as done without running them.
     private func adopt(_ db: Database, live: SchemaSnapshot) throws -> Int {
         var closest: (step: MigrationStep, differences: [SchemaDifference])?
-        for step in steps.reversed() {
+        for step in steps {
             let differences = relevantDifferences(live: live, target: step.target)
             if differences.isEmpty {
                 try db.runTransaction(begin: beginWaitingForWriteLock) { db in
@@ -82,7 +101,8 @@ extension Migrator {
                 }
                 return step.position
             }
-            if closest == nil || differences.count < closest!.differences.count { closest = (step, differences) }
+            // On a tie the newer version is the closer guess.
+            if closest == nil || differences.count <= closest!.differences.count { closest = (step, differences) }
         }
         throw MigrationError(
             .unrecognizedSchema,
