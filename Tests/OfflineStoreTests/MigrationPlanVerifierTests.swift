@@ -348,16 +348,16 @@ struct MigrationPlanVerifierTests {
         }
     }
 
-    @Test func anUndeclaredColumnAddedOnUpgradeDiffersFromAFreshInstall() throws {
+    @Test func anUndeclaredColumnAddedOnUpgradeIsRefusedByTheMigratorAndReported() throws {
+        // The migrator compares the schema with the declaration before it records a stage, so a
+        // stage that adds an undeclared column in didMigrate fails instead of being committed.
         let report = try MigrationPlanVerifier(plan: ExtraColumnAfterPlan.self).verify()
         let problems = report.problems(inScenario: "upgrade from 1.0.0")
-        let fresh = try #require(problems.first { $0.kind == .schemaDiffersFromFreshInstall }, "\(report)")
-        #expect(fresh.table == "docs")
-        #expect(fresh.column == "scratch")
-        #expect(fresh.message.contains("docs.scratch: unexpectedColumn"), "\(fresh)")
-        // It differs from the declaration too, but that is the same difference: reported once.
-        #expect(!problems.contains { $0.kind == .schemaDiffersFromDeclaration }, "\(report)")
-        // The fresh install itself matches the declaration.
+        let refused = try #require(problems.first { $0.kind == .migrationFailed }, "\(report)")
+        #expect(refused.table == "docs")
+        #expect(refused.column == "scratch")
+        #expect(refused.message.contains("differs from the declared schema"), "\(refused)")
+        // The fresh install never reaches the undeclared column.
         #expect(report.problems(inScenario: "fresh install").isEmpty, "\(report)")
     }
 

@@ -110,6 +110,15 @@ enum NotesPlanSkipping1_1: MigrationPlan {
     static let stages: [MigrationStage] = [.lightweight(fromVersion: NotesV1.self, toVersion: NotesV1_2.self)]
 }
 
+enum NotesPlanAddingAnUndeclaredIndex: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV2.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: NotesV1.self, toVersion: NotesV2.self,
+            didMigrate: { context in try context.execute("CREATE INDEX IF NOT EXISTS notes_body ON notes (body)") })
+    ]
+}
+
 enum NotesPlanClearingNotes: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [NotesV1.self, NotesV2.self]
     static let stages: [MigrationStage] = [
@@ -289,5 +298,15 @@ struct MigratorRulesTests {
         #expect(removed?.kind == .databaseNewerThanPlan)
         #expect(removed?.message.contains("1.1.0") == true)
         #expect(try Migrator(plan: NotesPlan.self).hasCompletedMigrations(db))
+    }
+
+    @Test func aStageThatLeavesAnUndeclaredObjectIsRolledBack() throws {
+        let db = try Database(path: directory.path("undeclared.sqlite"))
+        try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0").migrate(db)
+        let error = migrationError { try Migrator(plan: NotesPlanAddingAnUndeclaredIndex.self).migrate(db) }
+        #expect(error?.kind == .schemaMismatchAfterStage)
+        #expect(error?.differences.map(\.index) == ["notes_body"])
+        #expect(try !db.indexes(on: "notes").contains { $0.name == "notes_body" })
+        #expect(try Migrator(plan: NotesPlan.self).currentVersion(db) == "1.0.0")
     }
 }

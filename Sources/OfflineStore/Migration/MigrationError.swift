@@ -19,6 +19,8 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         case lintViolation
         /// Foreign keys are violated at the end of a stage or after a table rebuild.
         case foreignKeyViolation
+        /// Stage code left the schema different from the version it declares.
+        case schemaMismatchAfterStage
         /// A table rebuild would lose or duplicate rows.
         case rowCountMismatch
         /// Stage code, or SQL the migrator ran for it, failed.

@@ -39,6 +39,18 @@ extension Migrator {
         try reconcile(context, to: step, mode: mode)
         context.phase = .didMigrate
         try runStageCode(step.stage?.didMigrate, context: context, step: step)
+        if mode == .refuseNonAdditive {
+            // Stage code can change the schema too; what is recorded as this version must be it.
+            let left = relevantDifferences(live: try SchemaSnapshot(liveDatabase: db), target: step.target)
+            guard left.isEmpty else {
+                throw MigrationError(
+                    .schemaMismatchAfterStage, stage: step.label,
+                    "after the stage the database differs from the declared schema \(step.toVersion)",
+                    fix: "declare in \(step.toVersion) everything the stage creates, and create nothing else; the "
+                        + "stage was rolled back",
+                    differences: left)
+            }
+        }
         try Self.checkForeignKeys(db, stageLabel: step.label)
         let duration = started.duration(to: clock.now)
         try MigrationLedger.record(step, duration: duration.seconds, adopted: false, in: db)
