@@ -7,18 +7,6 @@ import Testing
 // MARK: - Small plans, each broken in one way
 
 /// Notes, then an `archived` flag; the stage loses every other note.
-private enum LossyV1: VersionedSchema {
-    static let versionIdentifier: Schema.Version = "1.0.0"
-    static let models: [any Model.Type] = [Note.self]
-
-    enum Note: Model {
-        static let tableDefinition = TableDefinition("notes", options: [.strict]) {
-            Column("id", .text).primaryKey()
-            Column("body", .text).notNull()
-        }
-    }
-}
-
 private enum LossyV2: VersionedSchema {
     static let versionIdentifier: Schema.Version = "2.0.0"
     static let models: [any Model.Type] = [Note.self]
@@ -33,10 +21,10 @@ private enum LossyV2: VersionedSchema {
 }
 
 private enum LossyPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [LossyV1.self, LossyV2.self]
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, LossyV2.self]
     static let stages: [MigrationStage] = [
         .custom(
-            fromVersion: LossyV1.self, toVersion: LossyV2.self,
+            fromVersion: NotesV1.self, toVersion: LossyV2.self,
             didMigrate: { context in try context.execute("DELETE FROM notes WHERE rowid % 2 = 0") })
     ]
 }
@@ -196,27 +184,27 @@ private enum RetypedV2: VersionedSchema {
 }
 
 private enum RetypedPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [LossyV1.self, RetypedV2.self]
-    static let stages: [MigrationStage] = [.lightweight(fromVersion: LossyV1.self, toVersion: RetypedV2.self)]
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, RetypedV2.self]
+    static let stages: [MigrationStage] = [.lightweight(fromVersion: NotesV1.self, toVersion: RetypedV2.self)]
 }
 
 /// Two versions and no stage between them.
 private enum GapPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [LossyV1.self, LossyV2.self]
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, LossyV2.self]
     static let stages: [MigrationStage] = []
 }
 
 /// Two versions with the same tables: the stage between them only changes data.
 private enum ShoutingV1_1: VersionedSchema {
     static let versionIdentifier: Schema.Version = "1.1.0"
-    static let models: [any Model.Type] = [LossyV1.Note.self]
+    static let models: [any Model.Type] = [NotesV1.Note.self]
 }
 
 private enum DataOnlyPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [LossyV1.self, ShoutingV1_1.self]
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, ShoutingV1_1.self]
     static let stages: [MigrationStage] = [
         .custom(
-            fromVersion: LossyV1.self, toVersion: ShoutingV1_1.self,
+            fromVersion: NotesV1.self, toVersion: ShoutingV1_1.self,
             didMigrate: { context in
                 try context.execute("UPDATE notes SET body = upper(body) WHERE body <> upper(body)")
             })

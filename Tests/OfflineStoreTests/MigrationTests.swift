@@ -3,29 +3,17 @@ import OfflineStore
 import RemindersModel
 import Testing
 
-/// Two versions with the same tables: the stage between them only changes data.
-private enum BackfillV1: VersionedSchema {
-    static let versionIdentifier: Schema.Version = "1.0.0"
-    static let models: [any Model.Type] = [Note.self]
-
-    enum Note: Model {
-        static let tableDefinition = TableDefinition("notes", options: [.strict]) {
-            Column("id", .text).primaryKey()
-            Column("body", .text).notNull()
-        }
-    }
-}
-
+/// Two versions with the same tables (`NotesV1`'s): the stage between them only changes data.
 private enum BackfillV1_1: VersionedSchema {
     static let versionIdentifier: Schema.Version = "1.1.0"
-    static let models: [any Model.Type] = [BackfillV1.Note.self]
+    static let models: [any Model.Type] = NotesV1.models
 }
 
 private enum BackfillPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [BackfillV1.self, BackfillV1_1.self]
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, BackfillV1_1.self]
     static let stages: [MigrationStage] = [
         .custom(
-            fromVersion: BackfillV1.self, toVersion: BackfillV1_1.self,
+            fromVersion: NotesV1.self, toVersion: BackfillV1_1.self,
             didMigrate: { context in
                 try context.execute("UPDATE notes SET body = upper(body) WHERE body <> upper(body)")
             })
