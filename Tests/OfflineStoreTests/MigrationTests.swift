@@ -196,4 +196,15 @@ struct MigrationTests {
                 "rebuild reminders 25000/25000",
             ])
     }
+
+    @Test func aPoolMigratesThroughItsWriterAndItsReadersSeeTheNewSchema() throws {
+        let pool = try DatabasePool(path: directory.path("pool.sqlite"))
+        let before = try pool.read { db in try db.tableExists("reminders") }
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        try pool.writeWithoutTransaction { db in try migrator.migrate(db) }
+        let columns = try pool.read { db in try db.columns(in: "reminders").map(\.name) }
+        #expect(!before)
+        #expect(columns.contains("dueAt"))
+        #expect(try pool.read { db in try migrator.hasCompletedMigrations(db) })
+    }
 }
