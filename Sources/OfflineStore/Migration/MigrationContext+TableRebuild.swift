@@ -133,6 +133,8 @@ extension MigrationContext {
         let duplicated = try database.fetchAll(
             SQL(
                 sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"))
-        return missing.map { "lost: \($0)" } + duplicated.map { "duplicated: \($0)" }
+        // A Row prints as its storage, not its values: name each row by its key, as SQL literals.
+        func keyText(_ row: Row) throws -> String { try row.values().map(\.sqlLiteral).joined(separator: ", ") }
+        return try missing.map { "lost: \(try keyText($0))" } + duplicated.map { "duplicated: \(try keyText($0))" }
     }
 }
