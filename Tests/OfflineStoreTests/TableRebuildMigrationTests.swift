@@ -49,6 +49,42 @@ private enum ItemsV2: VersionedSchema {
     }
 }
 
+/// Version 1 plus two columns, added by a lightweight stage; declared in the order opposite to
+/// the one the reconcile adds them in, so the live table's column order differs from the declaration.
+private enum ItemsV1WithExtras: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.1.0"
+    static let models: [any Model.Type] = [ItemsV1.ItemList.self, Item.self, ItemsV1.Note.self]
+
+    static func item(foreignKey: Bool) -> TableDefinition {
+        TableDefinition("items", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("title", .text).notNull()
+            if foreignKey {
+                Column("listID", .text).notNull().references("lists", "id", onDelete: .cascade)
+            } else {
+                Column("listID", .text).notNull()
+            }
+            Column("rank", .integer).check("rank >= 0")
+            Column("zone", .text).notNull().defaults("none")
+            Column("archivedAt", .real)
+            Index("items_listID", on: "listID")
+        }
+    }
+
+    enum Item: Model {
+        static let tableDefinition = ItemsV1WithExtras.item(foreignKey: false)
+    }
+}
+
+private enum ItemsV2WithExtras: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "2.0.0"
+    static let models: [any Model.Type] = [ItemsV1.ItemList.self, Item.self, ItemsV1.Note.self]
+
+    enum Item: Model {
+        static let tableDefinition = ItemsV1WithExtras.item(foreignKey: true)
+    }
+}
+
 /// Version 2 with a column the rebuild fills from a join, for the row-count comparison.
 private enum ItemsV2WithListName: VersionedSchema {
     static let versionIdentifier: Schema.Version = "2.0.0"
@@ -79,6 +115,16 @@ private enum RebuildPlan: MigrationPlan {
     ]
 }
 
+private enum ExtrasPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [ItemsV1.self, ItemsV1WithExtras.self, ItemsV2WithExtras.self]
+    static let stages: [MigrationStage] = [
+        .lightweight(fromVersion: ItemsV1.self, toVersion: ItemsV1WithExtras.self),
+        .custom(
+            fromVersion: ItemsV1WithExtras.self, toVersion: ItemsV2WithExtras.self,
+            willMigrate: { context in try context.rebuildTable(ItemsV2WithExtras.Item.self) }),
+    ]
+}
+
 /// Copies with an inner join, which loses the items whose list is missing.
 private enum LossyJoinPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [ItemsV1.self, ItemsV2WithListName.self]
@@ -103,6 +149,17 @@ private enum OrphanAfterRebuildPlan: MigrationPlan {
             didMigrate: { context in
                 try context.execute("INSERT INTO items (id, title, listID) VALUES ('late', 'Late orphan', 'nowhere')")
             })
+    ]
+}
+
+/// Rebuilds, then drops the parent table: no row changes, only the schema does.
+private enum ParentDroppedAfterRebuildPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [ItemsV1.self, ItemsV2.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: ItemsV1.self, toVersion: ItemsV2.self,
+            willMigrate: { context in try context.rebuildTable(ItemsV2.Item.self) },
+            didMigrate: { context in try context.execute("DROP TABLE lists") })
     ]
 }
 
@@ -153,6 +210,28 @@ struct TableRebuildMigrationTests {
         // Deleting a list now cascades, through the new key.
         try db.execute("DELETE FROM lists WHERE id = 'L2'")
         #expect(try db.count("items") == before.count / 2)
+    }
+
+    @Test func aRebuildKeepsEveryValueWhenLiveColumnsAreInAnotherOrder() throws {
+        let db = try openV1("extras.sqlite")
+        try Migrator(plan: ExtrasPlan.self, releasedUpTo: "1.1.0").migrate(db)
+        let liveOrder = try db.fetchAll(String.self, "SELECT name FROM pragma_table_info('items') ORDER BY cid")
+        let declaredOrder = ItemsV2WithExtras.Item.tableDefinition.columns.map(\.name)
+        try #require(liveOrder != declaredOrder && Set(liveOrder) == Set(declaredOrder))
+        try db.execute("UPDATE items SET zone = 'zone ' || id, archivedAt = rank * 1.5 WHERE rank % 3 = 0")
+        func rows() throws -> [String] {
+            try db.fetchAll(
+                String.self,
+                """
+                SELECT id || '|' || title || '|' || listID || '|' || ifnull(rank, '-') || '|' || zone || '|'
+                    || ifnull(archivedAt, '-') FROM items ORDER BY id
+                """)
+        }
+        let before = try rows()
+        try Migrator(plan: ExtrasPlan.self).migrate(db)
+        #expect(try rows() == before)
+        #expect(try db.foreignKeys(on: "items").count == 1)
+        #expect(try SchemaSnapshot(liveDatabase: db).differences(toReach: try ItemsV2WithExtras.snapshot()).isEmpty)
     }
 
     @Test func aRebuildOnAFreshDatabaseCreatesTheTable() throws {
@@ -214,6 +293,18 @@ struct TableRebuildMigrationTests {
         }
         #expect(try items(db) == before)
         #expect(try ledgerVersions(db, OrphanAfterRebuildPlan.self) == ["1.0.0"])
+    }
+
+    @Test func aParentDroppedAfterTheRebuildFailsTheStageEndCheck() throws {
+        let db = try openV1("parent.sqlite")
+        #expect {
+            try Migrator(plan: ParentDroppedAfterRebuildPlan.self).migrate(db)
+        } throws: { error in
+            let error = error as? MigrationError
+            return error?.kind == .foreignKeyViolation && error!.details.contains { $0.contains("items") }
+        }
+        #expect(try db.tableExists("lists"))
+        #expect(try ledgerVersions(db, ParentDroppedAfterRebuildPlan.self) == ["1.0.0"])
     }
 
     @Test func anOrphanInAnotherTableFailsTheStageEndCheck() throws {
