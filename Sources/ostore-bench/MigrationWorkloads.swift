@@ -178,12 +178,15 @@ struct MigrationWorkloads {
         guard try migrator.appliedStages(checked).count == 3 else {
             throw BenchmarkFailure(description: "the twenty-table database is not at its last stage")
         }
-        return [names.0, names.1].enumerated().map { side, name in
+        // The target is for the open alone: an app builds its migrator once.
+        return [
             MigrationResult(
-                workload: name, rows: WideBenchPlan.tableCount * 100, ours: timings[side],
-                baselineName: "C open + 1 query", baseline: timings[2], target: "< 2 ms",
-                met: timings[side].median < 2)
-        }
+                workload: names.0, rows: WideBenchPlan.tableCount * 100, ours: timings[0],
+                baselineName: "C open + 1 query", baseline: timings[2], target: "< 2 ms", met: timings[0].median < 2),
+            MigrationResult(
+                workload: names.1, rows: WideBenchPlan.tableCount * 100, ours: timings[1],
+                baselineName: "C open + 1 query", baseline: timings[2], target: "—", met: nil),
+        ]
     }
 
     private func check(_ code: Int32) throws {

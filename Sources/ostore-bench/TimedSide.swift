@@ -10,6 +10,8 @@ struct TimedSide {
 
 /// Runs every side once untimed (caches, allocator, page cache of the input file), then `runs`
 /// timed rounds in which the sides take turns, so a slow phase of the machine hits them alike.
+/// Each round starts with the next side: going first (or right after another side's file was
+/// written back) then favours none of them.
 func sampleAlternating(runs: Int, _ sides: [TimedSide]) throws -> [TimingSummary] {
     let clock = ContinuousClock()
     for side in sides {
@@ -18,8 +20,10 @@ func sampleAlternating(runs: Int, _ sides: [TimedSide]) throws -> [TimingSummary
         try side.tearDown()
     }
     var samples = Array(repeating: [Double](), count: sides.count)
-    for _ in 0..<runs {
-        for (index, side) in sides.enumerated() {
+    for round in 0..<runs {
+        for turn in sides.indices {
+            let index = (round + turn) % sides.count
+            let side = sides[index]
             try side.setUp()
             let start = clock.now
             try side.body()
