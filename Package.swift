@@ -32,7 +32,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ostore-bench",
-            dependencies: ["OfflineStore", "CReferenceBench"]
+            dependencies: ["OfflineStore", "CReferenceBench", "RemindersModel"]
         ),
         // The sample app's schema history, a library so tests and the benchmark can use it.
         .target(

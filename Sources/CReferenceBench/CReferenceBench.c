@@ -129,3 +129,61 @@ int ref_scan_reminders(ref_database *db, int64_t *out_count, int64_t *out_checks
     *out_checksum = checksum;
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
+
+int ref_open_bare(const char *path, ref_database **out) {
+    ref_database *db = calloc(1, sizeof(ref_database));
+    if (!db) return SQLITE_NOMEM;
+    int rc = sqlite3_open_v2(path, &db->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    sqlite3_stmt *stmt = NULL;
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db->handle, "SELECT count(*) FROM sqlite_schema", -1, &stmt, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(stmt) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db->handle);
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK) {
+        sqlite3_close_v2(db->handle);
+        free(db);
+        return rc;
+    }
+    *out = db;
+    return SQLITE_OK;
+}
+
+/// Runs SQL built with sqlite3_mprintf and frees it.
+static int exec_formatted(sqlite3 *handle, char *sql) {
+    if (!sql) return SQLITE_NOMEM;
+    int rc = sqlite3_exec(handle, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    return rc;
+}
+
+int ref_rebuild_table(ref_database *db, const char *table, const char *new_table, const char *create_sql,
+                      const char *copy_sql, const char *index_sql) {
+    sqlite3 *handle = db->handle;
+    // SQLite ignores this pragma inside a transaction, so it goes before BEGIN.
+    int rc = sqlite3_exec(handle, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(handle, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_exec(handle, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+        return rc;
+    }
+    rc = sqlite3_exec(handle, create_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(handle, copy_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = exec_formatted(handle, sqlite3_mprintf("DROP TABLE \"%w\"", table));
+    if (rc == SQLITE_OK)
+        rc = exec_formatted(handle, sqlite3_mprintf("ALTER TABLE \"%w\" RENAME TO \"%w\"", new_table, table));
+    if (rc == SQLITE_OK && index_sql) rc = sqlite3_exec(handle, index_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_stmt *check = NULL;
+        char *sql = sqlite3_mprintf("PRAGMA foreign_key_check(\"%w\")", table);
+        rc = sql ? sqlite3_prepare_v2(handle, sql, -1, &check, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (rc == SQLITE_OK) {
+            int step = sqlite3_step(check);
+            rc = step == SQLITE_DONE ? SQLITE_OK : step == SQLITE_ROW ? SQLITE_CONSTRAINT_FOREIGNKEY : step;
+        }
+        sqlite3_finalize(check);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_exec(handle, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) sqlite3_exec(handle, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_exec(handle, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+    return rc;
+}

@@ -1,7 +1,8 @@
 import Foundation
 
 struct BenchmarkOptions {
-    var rows = 200_000
+    /// nil: each group's own default.
+    var rows: Int?
     var runs = 5
     var json = false
     var only: String?

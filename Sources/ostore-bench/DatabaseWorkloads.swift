@@ -53,7 +53,7 @@ struct DatabaseWorkloads {
         try check(ref_open(path, &reference))
         defer { ref_close(reference) }
 
-        let count = options.rows
+        let count = options.rows ?? 200_000
         let titles = (0..<count).map { "Reminder #\($0)" }
         let records = (0..<count).map { (index: Int) -> BenchReminder in
             let updatedAt = 1.7e9 + Double(index)

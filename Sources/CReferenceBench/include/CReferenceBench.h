@@ -31,4 +31,18 @@ int ref_fetch_all_reminders(ref_database *db, int64_t *out_count, int64_t *out_c
 /// Steps through every reminder reading each column without keeping it.
 int ref_scan_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum);
 
+/// Opens `path` with nothing but sqlite3_open_v2 (read-write, no pragmas) and runs one trivial
+/// query, `SELECT count(*) FROM sqlite_schema`, which makes SQLite read and parse the schema as any
+/// first real query must: the floor under opening an up-to-date database.
+int ref_open_bare(const char *path, ref_database **out);
+
+/// SQLite's table rebuild (https://www.sqlite.org/lang_altertable.html#otheralter) with the
+/// caller's SQL: foreign keys off, BEGIN IMMEDIATE, `create_sql` (the new table, named
+/// `new_table`), `copy_sql` (the INSERT ... SELECT), DROP TABLE `table`, ALTER TABLE `new_table`
+/// RENAME TO `table`, `index_sql` (one or more statements; may be NULL), PRAGMA
+/// foreign_key_check(`table`), COMMIT, foreign keys on. A violation rolls back and returns
+/// SQLITE_CONSTRAINT_FOREIGNKEY.
+int ref_rebuild_table(ref_database *db, const char *table, const char *new_table, const char *create_sql,
+                      const char *copy_sql, const char *index_sql);
+
 #endif

@@ -39,6 +39,10 @@ public final class MigrationContext {
     let linter: StageLinter
     /// Every statement the stage executed, in order, for dry runs.
     var executedSQL: [String] = []
+    /// The table whose foreign keys a rebuild checked last, with the connection's change counter
+    /// and the schema cookie at that moment. While neither moves, that check still holds and the
+    /// stage-end check need not read the table again (a whole pass over a table of millions).
+    var foreignKeysChecked: (table: String, totalChanges: Int, schemaCookie: Int)?
 
     init(
         database: Database, step: MigrationStep, isFreshDatabase: Bool,
@@ -87,6 +91,16 @@ public final class MigrationContext {
     public func rowCount(_ table: String) throws -> Int {
         guard try tableExists(table) else { return 0 }
         return try database.fetchValue(Int.self, "SELECT count(*) FROM \(identifier: table)") ?? 0
+    }
+
+    /// The table a rebuild checked for foreign-key violations, if no row was written and the
+    /// schema did not change since: rows or parents that moved, a dropped or renamed parent, all
+    /// move one or the other.
+    func tableStillCheckedForForeignKeys() throws -> String? {
+        guard let checked = foreignKeysChecked, checked.totalChanges == database.totalChangesCount,
+            checked.schemaCookie == (try MigrationLedger.schemaCookie(database))
+        else { return nil }
+        return checked.table
     }
 
     /// Reports progress of a long operation (rows done of rows total) to the migrator's observer.

@@ -105,7 +105,7 @@ enum MigrationLedger {
             INSERT INTO \(identifier: tableName)
                 (position, kind, fromVersion, toVersion, checksum, fingerprint, appliedAt, durationSeconds, adopted)
             VALUES (\(step.position), \(step.kind.rawValue), \(step.fromVersion?.description), \(step.toVersion.description),
-                \(step.checksum), \(step.target.fingerprint), \(Date()), \(duration), \(adopted))
+                \(step.checksum), \(step.fingerprint), \(Date()), \(duration), \(adopted))
             ON CONFLICT (position) DO UPDATE SET
                 runs = runs + 1, appliedAt = excluded.appliedAt, durationSeconds = excluded.durationSeconds
             """)

@@ -51,7 +51,7 @@ extension Migrator {
                     differences: left)
             }
         }
-        try Self.checkForeignKeys(db, stageLabel: step.label)
+        try Self.checkForeignKeys(db, stageLabel: step.label, skipping: try context.tableStillCheckedForForeignKeys())
         let duration = started.duration(to: clock.now)
         try MigrationLedger.record(step, duration: duration.seconds, adopted: false, in: db)
         try MigrationLedger.markSchemaVerified(db, steps: steps)
@@ -118,10 +118,25 @@ extension Migrator {
     }
 
     /// `PRAGMA foreign_key_check` over the whole database (or one table's foreign keys); any
-    /// violation aborts the stage with the offending rows.
+    /// violation aborts the stage with the offending rows. `skipping` leaves out a table whose
+    /// check still holds (see ``MigrationContext/tableStillCheckedForForeignKeys()``): the other
+    /// tables of `main` are checked one by one, which is what the whole-database pragma does.
     /// See <https://www.sqlite.org/pragma.html#pragma_foreign_key_check>.
-    static func checkForeignKeys(_ db: Database, stageLabel: String, table: String? = nil) throws {
-        let sql: SQL = table.map { "SELECT * FROM pragma_foreign_key_check(\($0))" } ?? "PRAGMA foreign_key_check"
+    static func checkForeignKeys(_ db: Database, stageLabel: String, table: String? = nil, skipping: String? = nil)
+        throws
+    {
+        let sql: SQL
+        if let table {
+            sql = "SELECT * FROM pragma_foreign_key_check(\(table))"
+        } else if let skipping {
+            sql = """
+                SELECT violation.*
+                FROM main.sqlite_schema AS object, pragma_foreign_key_check(object.name, 'main') AS violation
+                WHERE object.type = 'table' AND object.name <> \(skipping) COLLATE NOCASE
+                """
+        } else {
+            sql = "PRAGMA foreign_key_check"
+        }
         let violations = try db.fetchAll(sql)
         guard !violations.isEmpty else { return }
         let rows = try violations.prefix(20).map { row in
