@@ -8,11 +8,13 @@ enum CheckCommand: Command {
     static let synopsis = "--db PATH"
     static let summary = "Check a database's integrity, foreign keys, and its ledger against the live schema."
     static let options = [CommandOption(name: "--db", valueName: "PATH", help: "the database (opened read-only)")]
-    static let details = "exit status: 0 all good, 1 problems found (listed one per line), 2 usage error or unreadable database"
+    static let details =
+        "exit status: 0 all good, 1 problems found (listed one per line), 2 usage error or unreadable database"
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         guard let path = arguments.values["--db"], arguments.positionals.isEmpty else {
-            Console.error("ostore check: give the database with --db PATH and nothing else\nusage: ostore check \(synopsis)")
+            Console.error(
+                "ostore check: give the database with --db PATH and nothing else\nusage: ostore check \(synopsis)")
             return .failure
         }
         let problems: [String]

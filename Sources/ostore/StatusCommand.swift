@@ -20,7 +20,8 @@ enum StatusCommand: Command {
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         guard let path = arguments.values["--db"], arguments.positionals.isEmpty else {
-            Console.error("ostore status: give the database with --db PATH and nothing else\nusage: ostore status \(synopsis)")
+            Console.error(
+                "ostore status: give the database with --db PATH and nothing else\nusage: ostore status \(synopsis)")
             return .failure
         }
         let status: MigrationStatus

@@ -14,7 +14,7 @@ struct MigrationCrashTests {
     func killingTheMigratingProcessAtRandomPointsNeverLosesARow() throws {
         let directory = try TemporaryDirectory()
         let template = directory.path("template.sqlite")
-        try Self.makeVersion1_1Database(at: template, rows: Self.rowCount)
+        try Self.makeDatabaseAtVersion1Point1(at: template, rows: Self.rowCount)
         let reminders = try builtProduct("reminders")
 
         // How long an uninterrupted migration takes, to spread the kill points over it.
@@ -69,7 +69,7 @@ struct MigrationCrashTests {
         let reminders = try builtProduct("reminders")
         for attempt in 0..<3 {
             let path = directory.path("shared-\(attempt).sqlite")
-            try Self.makeVersion1_1Database(at: path, rows: 20_000)
+            try Self.makeDatabaseAtVersion1Point1(at: path, rows: 20_000)
             let processes = try (0..<2).map { _ in
                 let process = Process()
                 process.executableURL = reminders
@@ -91,7 +91,7 @@ struct MigrationCrashTests {
         }
     }
 
-    static func makeVersion1_1Database(at path: String, rows: Int) throws {
+    static func makeDatabaseAtVersion1Point1(at path: String, rows: Int) throws {
         let db = try Database(path: path)
         try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: "1.1.0").migrate(db)
         try db.transaction { db in

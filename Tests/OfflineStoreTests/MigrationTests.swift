@@ -181,7 +181,7 @@ struct MigrationTests {
 
     @Test func aRebuildAndABatchedBackfillReportRowsDoneOfRowsTotal() throws {
         let path = directory.path("progress.sqlite")
-        try MigrationCrashTests.makeVersion1_1Database(at: path, rows: 25_000)
+        try MigrationCrashTests.makeDatabaseAtVersion1Point1(at: path, rows: 25_000)
         let events = Locked<[String]>([])
         var options = Migrator.Options()
         options.progress = { event in

@@ -229,7 +229,6 @@ private struct RemindersCLI {
         executable = try builtProduct("reminders")
     }
 
-
     /// Runs `reminders --db <this test's database> arguments…`.
     func run(_ arguments: String...) throws -> Outcome {
         try run(arguments)

@@ -1,7 +1,8 @@
 import Foundation
-@testable import OfflineStore
 import RemindersModel
 import Testing
+
+@testable import OfflineStore
 
 @Suite("Schema model, canonical form and introspection")
 struct SchemaModelTests {
@@ -117,7 +118,9 @@ struct SchemaModelTests {
 
     @Test func theSQLEscapeHatchComparesLikeTheBuilder() throws {
         let fromSQL = TableDefinition(
-            sql: "CREATE TABLE items (id TEXT NOT NULL PRIMARY KEY, name TEXT NOT NULL DEFAULT '', count INTEGER) STRICT")
+            sql:
+                "CREATE TABLE items (id TEXT NOT NULL PRIMARY KEY, name TEXT NOT NULL DEFAULT '', count INTEGER) STRICT"
+        )
         let viaSQL = try SchemaSnapshot(version: "1.0.0", tables: [fromSQL])
         let viaBuilder = try SchemaSnapshot(version: "1.0.0", tables: [Ordered.tableDefinition])
         #expect(viaSQL.fingerprint == viaBuilder.fingerprint)
@@ -133,9 +136,14 @@ struct SchemaModelTests {
                 return nil
             } catch { return error }
         }
-        let duplicate = error(TableDefinition("t") { Column("a", .text); Column("A", .text) })
+        let duplicate = error(
+            TableDefinition("t") {
+                Column("a", .text)
+                Column("A", .text)
+            })
         #expect(duplicate?.column == "A" && duplicate?.table == "t")
-        let strictType = error(TableDefinition("t", options: [.strict]) { Column("a", ColumnType(rawValue: "VARCHAR(3)")) })
+        let strictType = error(
+            TableDefinition("t", options: [.strict]) { Column("a", ColumnType(rawValue: "VARCHAR(3)")) })
         #expect(strictType?.message.contains("STRICT") == true)
         let reserved = error(TableDefinition("ostore_things") { Column("a", .text) })
         #expect(reserved?.message.contains("reserved") == true)
@@ -143,11 +151,25 @@ struct SchemaModelTests {
         #expect(dangling?.message.contains("parents") == true)
         let notAKey = error(
             TableDefinition("t") { Column("p", .text).references("parents", "name") },
-            [TableDefinition("parents") { Column("id", .text).primaryKey(); Column("name", .text) }])
+            [
+                TableDefinition("parents") {
+                    Column("id", .text).primaryKey()
+                    Column("name", .text)
+                }
+            ])
         #expect(notAKey?.message.contains("neither its primary key nor UNIQUE") == true)
-        let twoKeys = error(TableDefinition("t") { Column("a", .text).primaryKey(); Column("b", .text); PrimaryKey("a", "b") })
+        let twoKeys = error(
+            TableDefinition("t") {
+                Column("a", .text).primaryKey()
+                Column("b", .text)
+                PrimaryKey("a", "b")
+            })
         #expect(twoKeys?.message.contains("more than one primary key") == true)
-        let badIndex = error(TableDefinition("t") { Column("a", .text); Index("t_b", on: "b") })
+        let badIndex = error(
+            TableDefinition("t") {
+                Column("a", .text)
+                Index("t_b", on: "b")
+            })
         #expect(badIndex?.column == "b")
     }
 

@@ -63,11 +63,13 @@ struct TableRebuildTests {
         try Migrator(plan: ProjectsPlan.self, releasedUpTo: "1.0.0").migrate(db)
         try db.execute("INSERT INTO projects (id, name) VALUES ('p1', 'Garden'), ('p2', 'House')")
         try db.execute(
-            "INSERT INTO tasks (id, projectID, title) VALUES ('t1', 'p1', 'Dig'), ('t2', 'p2', 'Paint'), ('t3', 'p2', 'Fix')")
+            "INSERT INTO tasks (id, projectID, title) VALUES ('t1', 'p1', 'Dig'), ('t2', 'p2', 'Paint'), ('t3', 'p2', 'Fix')"
+        )
         try db.execute("CREATE VIEW IF NOT EXISTS taskTitles AS SELECT title FROM tasks")
         try db.execute("CREATE TABLE IF NOT EXISTS audit (message TEXT)")
         try db.execute(
-            "CREATE TRIGGER IF NOT EXISTS tasks_audit AFTER INSERT ON tasks BEGIN INSERT INTO audit VALUES (new.title); END")
+            "CREATE TRIGGER IF NOT EXISTS tasks_audit AFTER INSERT ON tasks BEGIN INSERT INTO audit VALUES (new.title); END"
+        )
         return db
     }
 

@@ -95,7 +95,9 @@ func builtProduct(_ name: String, filePath: String = #filePath) throws -> URL {
     if let executable = Bundle.main.executableURL {
         var directory = executable.deletingLastPathComponent()
         // From inside a `.xctest` bundle directory, up to the build products folder.
-        while ["xctest"].contains(directory.pathExtension) || ["MacOS", "Contents"].contains(directory.lastPathComponent) {
+        while ["xctest"].contains(directory.pathExtension)
+            || ["MacOS", "Contents"].contains(directory.lastPathComponent)
+        {
             directory.deleteLastPathComponent()
         }
         directories.append(directory)

@@ -28,9 +28,10 @@ extension Database {
         _ kind: TransactionKind = .deferred, _ body: (Database) throws -> Result
     ) throws -> Result {
         if isInsideTransaction { return try savepoint(body) }
-        return try runTransaction(begin: { db throws(DatabaseError) in
-            try db.execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
-        }, body)
+        return try runTransaction(
+            begin: { db throws(DatabaseError) in
+                try db.execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+            }, body)
     }
 
     /// A top-level transaction started by `begin` (which may wait for the write lock):

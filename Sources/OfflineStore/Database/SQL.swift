@@ -103,5 +103,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 
 /// Quotes an SQL identifier: wraps it in double quotes and doubles the ones inside.
 public func quoteIdentifier(_ identifier: String) -> String {
-    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    // Most identifiers hold no quote; skipping Foundation's search-and-replace for them matters
+    // when a schema of many tables is rendered and hashed at every launch.
+    guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+    return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }

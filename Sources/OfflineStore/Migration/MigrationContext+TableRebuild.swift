@@ -26,7 +26,8 @@ extension MigrationContext {
     }
 
     /// ``rebuildTable(_:values:join:)-(any Model.Type,_,_)`` for a table definition.
-    public func rebuildTable(_ definition: TableDefinition, values: [String: String] = [:], join: String? = nil) throws {
+    public func rebuildTable(_ definition: TableDefinition, values: [String: String] = [:], join: String? = nil) throws
+    {
         let table = targetSchema.table(named: definition.name) ?? definition
         let name = table.name
         guard try tableExists(name) else {
@@ -46,7 +47,9 @@ extension MigrationContext {
         guard try database.fetchValue(Bool.self, "PRAGMA foreign_keys") == false else {
             throw MigrationError(
                 .misuse, stage: stageLabel, "rebuildTable needs foreign keys off, and they are on",
-                fix: "call rebuildTable from a stage's willMigrate or didMigrate; the migrator turns keys off before BEGIN")
+                fix:
+                    "call rebuildTable from a stage's willMigrate or didMigrate; the migrator turns keys off before BEGIN"
+            )
         }
 
         let rebuilt = "ostore_rebuild_" + name
@@ -181,7 +184,8 @@ extension MigrationContext {
             WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL ORDER BY type = 'view', rowid
             """
         ).compactMap { row in
-            let object = DependentObject(type: try row.decode(at: 0), name: try row.decode(at: 1), sql: try row.decode(at: 3))
+            let object = DependentObject(
+                type: try row.decode(at: 0), name: try row.decode(at: 1), sql: try row.decode(at: 3))
             let owner: String = try row.decode(at: 2)
             if owner.lowercased() == table.lowercased() { return object }
             guard object.type != "index" else { return nil }
@@ -204,7 +208,8 @@ extension MigrationContext {
     private func duplicatedRows(source: String, key liveTable: TableDefinition) throws -> [String] {
         let keyColumns = liveTable.normalized().primaryKey
         let key =
-            keyColumns.isEmpty ? "\"old\".rowid" : keyColumns.map { "\"old\"." + quoteIdentifier($0) }.joined(separator: ", ")
+            keyColumns.isEmpty
+            ? "\"old\".rowid" : keyColumns.map { "\"old\"." + quoteIdentifier($0) }.joined(separator: ", ")
         return try database.fetchAll(
             SQL(sql: "SELECT \(key), count(*) \(source) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20")
         ).map { "duplicated: \(try Self.keyText($0)) (\(try $0.decode(Int.self, at: $0.count - 1)) matches)" }
@@ -215,10 +220,13 @@ extension MigrationContext {
         let key = keyColumns.isEmpty ? "rowid" : keyColumns.map(quoteIdentifier).joined(separator: ", ")
         let missing = try database.fetchAll(
             SQL(
-                sql: "SELECT \(key) FROM \(quoteIdentifier(old)) EXCEPT SELECT \(key) FROM \(quoteIdentifier(new)) LIMIT 20"))
+                sql:
+                    "SELECT \(key) FROM \(quoteIdentifier(old)) EXCEPT SELECT \(key) FROM \(quoteIdentifier(new)) LIMIT 20"
+            ))
         let duplicated = try database.fetchAll(
             SQL(
-                sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"))
+                sql: "SELECT \(key), count(*) FROM \(quoteIdentifier(new)) GROUP BY \(key) HAVING count(*) > 1 LIMIT 20"
+            ))
         return try missing.map { "lost: \(try Self.keyText($0))" }
             + duplicated.map { "duplicated: \(try Self.keyText($0))" }
     }

@@ -120,7 +120,8 @@ public final class MigrationContext {
     ) throws -> Int {
         guard try tableExists(table) else { return 0 }
         let quoted = quoteIdentifier(table)
-        let total = try database.fetchValue(Int.self, SQL(sql: "SELECT count(*) FROM \(quoted) WHERE \(condition)")) ?? 0
+        let total =
+            try database.fetchValue(Int.self, SQL(sql: "SELECT count(*) FROM \(quoted) WHERE \(condition)")) ?? 0
         var done = 0
         var lastRowID: Int64 = .min
         while done < total {
@@ -128,7 +129,8 @@ public final class MigrationContext {
                 try database.fetchValue(
                     Int64.self,
                     SQL(
-                        sql: "SELECT max(rowid) FROM (SELECT rowid FROM \(quoted) WHERE rowid > ? ORDER BY rowid LIMIT ?)",
+                        sql:
+                            "SELECT max(rowid) FROM (SELECT rowid FROM \(quoted) WHERE rowid > ? ORDER BY rowid LIMIT ?)",
                         arguments: [.integer(lastRowID), .integer(Int64(batchSize))]))
             guard let upper else { break }
             let statement = SQL(

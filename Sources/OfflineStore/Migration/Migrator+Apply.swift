@@ -104,7 +104,8 @@ extension Migrator {
                 try context.run(SQL(sql: table.createTableSQL()))
                 for index in table.indexes { try context.run(SQL(sql: table.createIndexSQL(index))) }
             case .missingColumn:
-                if let column = table.columns.first(where: { $0.name.lowercased() == difference.column?.lowercased() }) {
+                if let column = table.columns.first(where: { $0.name.lowercased() == difference.column?.lowercased() })
+                {
                     try context.run(SQL(sql: table.addColumnSQL(column)))
                 }
             case .missingIndex:

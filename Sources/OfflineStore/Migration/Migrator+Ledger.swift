@@ -67,9 +67,11 @@ extension Migrator {
                 guard let table = step.target.table(named: difference.table) else { continue }
                 switch difference.kind {
                 case .missingTable: return step.position
-                case .missingColumn where table.columns.contains { $0.name.lowercased() == difference.column?.lowercased() }:
+                case .missingColumn
+                where table.columns.contains { $0.name.lowercased() == difference.column?.lowercased() }:
                     return step.position
-                case .missingIndex where table.indexes.contains { $0.name.lowercased() == difference.index?.lowercased() }:
+                case .missingIndex
+                where table.indexes.contains { $0.name.lowercased() == difference.index?.lowercased() }:
                     return step.position
                 default: continue
                 }
@@ -130,7 +132,10 @@ extension Migrator {
                     let type: String = try object.decode(at: 0)
                     let name: String = try object.decode(at: 1)
                     // Dropping a virtual table drops its shadow tables.
-                    guard try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM main.sqlite_schema WHERE name = \(name)") ?? false else { continue }
+                    guard
+                        try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM main.sqlite_schema WHERE name = \(name)")
+                            ?? false
+                    else { continue }
                     try db.execute(sql: "DROP \(type.uppercased()) IF EXISTS \(quoteIdentifier(name))")
                 }
             }

@@ -61,7 +61,8 @@ public struct Migrator: Sendable {
         schemas: [any VersionedSchema.Type], stages: [MigrationStage]
     ) throws(MigrationError) -> [MigrationStep] {
         guard !schemas.isEmpty else {
-            throw MigrationError(.invalidPlan, "the plan declares no schema", fix: "list every released version in `schemas`")
+            throw MigrationError(
+                .invalidPlan, "the plan declares no schema", fix: "list every released version in `schemas`")
         }
         var snapshots: [SchemaSnapshot] = []
         for schema in schemas {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The declared type of a column.
 ///
 /// STRICT tables accept only the five listed here; other tables may carry any declared type
@@ -23,5 +25,3 @@ public struct ColumnType: RawRepresentable, Sendable, Hashable, CustomStringConv
 
     public var description: String { rawValue.isEmpty ? "(no type)" : rawValue }
 }
-
-import Foundation

@@ -116,7 +116,8 @@ extension TableDefinition {
             name: name, kind: kindText, sync: sync, isStrict: options.contains(.strict),
             isWithoutRowID: options.contains(.withoutRowID),
             columns: normalizedColumns.sorted { $0.name.lowercased() < $1.name.lowercased() },
-            primaryKey: keyColumns, uniqueConstraints: uniques.sorted { $0.joined(separator: ",") < $1.joined(separator: ",") },
+            primaryKey: keyColumns,
+            uniqueConstraints: uniques.sorted { $0.joined(separator: ",") < $1.joined(separator: ",") },
             checks: allChecks.sorted(),
             foreignKeys: allForeignKeys.map { foreignKey in
                 "(\(foreignKey.columns.map(upperName).joined(separator: ", "))) references "

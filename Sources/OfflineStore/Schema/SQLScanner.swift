@@ -83,7 +83,9 @@ struct SQLScanner {
                 } else {
                     tokens.append(Token(kind: .word, text: word))
                 }
-            } else if character.isNumber || (character == "." && index + 1 < characters.count && characters[index + 1].isNumber) {
+            } else if character.isNumber
+                || (character == "." && index + 1 < characters.count && characters[index + 1].isNumber)
+            {
                 let start = index
                 while index < characters.count,
                     characters[index].isNumber || characters[index].isLetter || characters[index] == "."

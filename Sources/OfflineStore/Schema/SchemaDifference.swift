@@ -69,7 +69,8 @@ extension SchemaSnapshot {
         var differences: [SchemaDifference] = []
         let table = declared.name
         func add(
-            _ kind: SchemaDifference.Kind, column: String? = nil, index: String? = nil, declared: String?, live: String?,
+            _ kind: SchemaDifference.Kind, column: String? = nil, index: String? = nil, declared: String?,
+            live: String?,
             additive: Bool = false, fix: String = rebuildFix
         ) {
             differences.append(
@@ -150,7 +151,9 @@ extension SchemaSnapshot {
         let newColumnChecks = declaredTable.columns.filter { missingColumns.contains($0.name.uppercased()) }
             .flatMap(\.checks).map(SQLScanner.normalizedExpression)
         var expectedChecks = declared.checks
-        for check in newColumnChecks { if let found = expectedChecks.firstIndex(of: check) { expectedChecks.remove(at: found) } }
+        for check in newColumnChecks {
+            if let found = expectedChecks.firstIndex(of: check) { expectedChecks.remove(at: found) }
+        }
         if live.checks != expectedChecks {
             add(
                 .checksChanged, declared: expectedChecks.joined(separator: "; "),
@@ -170,7 +173,8 @@ extension SchemaSnapshot {
                 declared: expectedForeignKeys.joined(separator: "; "), live: live.foreignKeys.joined(separator: "; "),
                 fix: "a foreign key on an existing column needs SQLite's table rebuild: \(rebuildFix)")
         }
-        let liveIndexes = Dictionary(live.indexes.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        let liveIndexes = Dictionary(
+            live.indexes.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
         let describe: (NormalizedTable.NormalizedIndex) -> String = {
             ($0.isUnique ? "UNIQUE " : "") + "(\($0.columns.joined(separator: ", ")))"
                 + ($0.condition.map { " WHERE \($0)" } ?? "")

@@ -76,7 +76,8 @@ extension SchemaSnapshot {
         var table = TableDefinition(name, sync: .localOnly, options: options) {}
         let parsed = ParsedCreateTable(sql: sql)
         let columnRows = try db.fetchAll(
-            "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(\(name), 'main') ORDER BY cid")
+            "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(\(name), 'main') ORDER BY cid"
+        )
         var keyPositions: [(position: Int, name: String)] = []
         for row in columnRows {
             let columnName: String = try row.decode(at: 0)

@@ -63,7 +63,8 @@ public struct SchemaSnapshot: Sendable, Hashable {
             guard created.count == 1, var resolved = created.first else {
                 throw SchemaError(
                     .invalidDeclaration,
-                    "TableDefinition(sql:) must hold exactly one CREATE TABLE statement; it created \(created.count) tables")
+                    "TableDefinition(sql:) must hold exactly one CREATE TABLE statement; it created \(created.count) tables"
+                )
             }
             resolved.sync = table.sync
             resolved.indexes += table.indexes
@@ -99,7 +100,9 @@ public struct SchemaSnapshot: Sendable, Hashable {
                     throw fail("the column is declared twice", column: column.name)
                 }
                 if table.options.contains(.strict), !column.type.isAllowedInStrictTables {
-                    throw fail("a STRICT table only accepts INTEGER, REAL, TEXT, BLOB or ANY, not \(column.type)", column: column.name)
+                    throw fail(
+                        "a STRICT table only accepts INTEGER, REAL, TEXT, BLOB or ANY, not \(column.type)",
+                        column: column.name)
                 }
                 if column.isAutoincrement, column.type != .integer || table.options.contains(.withoutRowID) {
                     throw fail("AUTOINCREMENT needs an INTEGER PRIMARY KEY in a rowid table", column: column.name)
@@ -127,7 +130,8 @@ public struct SchemaSnapshot: Sendable, Hashable {
                 guard indexNames.insert(index.name.lowercased()).inserted, !index.name.isEmpty else {
                     throw fail("index \"\(index.name)\" is declared twice (index names are unique per database)")
                 }
-                guard !index.name.lowercased().hasPrefix("sqlite_"), !index.name.lowercased().hasPrefix("ostore_") else {
+                guard !index.name.lowercased().hasPrefix("sqlite_"), !index.name.lowercased().hasPrefix("ostore_")
+                else {
                     throw fail("index names starting with sqlite_ and ostore_ are reserved; rename \(index.name)")
                 }
                 try checkColumns(index.columns.map(\.name), "index \(index.name)")
@@ -139,15 +143,21 @@ public struct SchemaSnapshot: Sendable, Hashable {
             for foreignKey in foreignKeys {
                 try checkColumns(foreignKey.columns, "FOREIGN KEY")
                 guard foreignKey.columns.count == foreignKey.parentColumns.count else {
-                    throw fail("the foreign key has \(foreignKey.columns.count) columns but references \(foreignKey.parentColumns.count)", column: foreignKey.columns.first)
+                    throw fail(
+                        "the foreign key has \(foreignKey.columns.count) columns but references \(foreignKey.parentColumns.count)",
+                        column: foreignKey.columns.first)
                 }
                 guard let parent = tables.first(where: { $0.name.lowercased() == foreignKey.parentTable.lowercased() })
                 else {
-                    throw fail("REFERENCES \(foreignKey.parentTable), a table this schema version does not declare; declare it in the same version", column: foreignKey.columns.first)
+                    throw fail(
+                        "REFERENCES \(foreignKey.parentTable), a table this schema version does not declare; declare it in the same version",
+                        column: foreignKey.columns.first)
                 }
                 let parentColumns = Set(parent.columns.map { $0.name.lowercased() })
                 for parentColumn in foreignKey.parentColumns where !parentColumns.contains(parentColumn.lowercased()) {
-                    throw fail("REFERENCES \(parent.name)(\(parentColumn)), a column \(parent.name) does not declare", column: foreignKey.columns.first)
+                    throw fail(
+                        "REFERENCES \(parent.name)(\(parentColumn)), a column \(parent.name) does not declare",
+                        column: foreignKey.columns.first)
                 }
                 // SQLite reports "foreign key mismatch" on the first write unless the parent
                 // columns are the parent's primary key or carry a UNIQUE constraint or index.
@@ -155,7 +165,9 @@ public struct SchemaSnapshot: Sendable, Hashable {
                 let wanted = foreignKey.parentColumns.map { $0.uppercased() }.sorted()
                 let uniqueKeys =
                     [parentNormal.primaryKey] + parentNormal.uniqueConstraints
-                    + parent.indexes.filter { $0.isUnique && $0.condition == nil }.map { $0.columns.map { $0.name.uppercased() } }
+                    + parent.indexes.filter { $0.isUnique && $0.condition == nil }.map {
+                        $0.columns.map { $0.name.uppercased() }
+                    }
                 guard uniqueKeys.contains(where: { $0.sorted() == wanted }) else {
                     throw fail(
                         "REFERENCES \(parent.name)(\(foreignKey.parentColumns.joined(separator: ", "))), which is "

@@ -9,12 +9,17 @@ extension TableDefinition {
                 quoteIdentifier($0.name) + (unindexedColumns.contains($0.name) ? " UNINDEXED" : "")
             }
             let optionList = ftsOptions.map { "\($0.name) = \(DatabaseValue.text($0.value).sqlLiteral)" }
-            return "CREATE VIRTUAL TABLE IF NOT EXISTS \(quotedName) USING fts5(\((columnList + optionList).joined(separator: ", ")))"
+            return
+                "CREATE VIRTUAL TABLE IF NOT EXISTS \(quotedName) USING fts5(\((columnList + optionList).joined(separator: ", ")))"
         }
         if case .sql(let sql) = kind { return sql }
         var parts = columns.map { columnSQL($0, forAddColumn: false) }
-        if !primaryKey.isEmpty { parts.append("PRIMARY KEY (\(primaryKey.map(quoteIdentifier).joined(separator: ", ")))") }
-        for unique in uniqueConstraints { parts.append("UNIQUE (\(unique.map(quoteIdentifier).joined(separator: ", ")))") }
+        if !primaryKey.isEmpty {
+            parts.append("PRIMARY KEY (\(primaryKey.map(quoteIdentifier).joined(separator: ", ")))")
+        }
+        for unique in uniqueConstraints {
+            parts.append("UNIQUE (\(unique.map(quoteIdentifier).joined(separator: ", ")))")
+        }
         for check in checks { parts.append("CHECK (\(check))") }
         for foreignKey in foreignKeys {
             parts.append(
