@@ -80,11 +80,8 @@ extension Migrator {
 
     /// Creates the tables, columns and indexes the target declares and the database lacks.
     func reconcile(_ context: MigrationContext, to step: MigrationStep, mode: ReconcileMode) throws {
-        let live = try SchemaSnapshot(liveDatabase: context.database)
-        let differences = live.differences(toReach: step.target).filter { difference in
-            // Tables the plan never declared belong to the app, not the migrator.
-            difference.kind != .unexpectedTable || planTableKeys.contains(difference.table.lowercased())
-        }
+        let differences = relevantDifferences(
+            live: try SchemaSnapshot(liveDatabase: context.database), target: step.target)
         switch mode {
         case .refuseNonAdditive:
             let refused = differences.filter { !$0.isAdditive }

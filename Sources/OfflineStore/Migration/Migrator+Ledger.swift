@@ -53,6 +53,8 @@ extension Migrator {
         return StartPoint(position: lastEntry.position + 1, isFresh: isFresh)
     }
 
+    /// The differences the migrator answers for: tables the plan never declared belong to the
+    /// app, not the migrator.
     func relevantDifferences(live: SchemaSnapshot, target: SchemaSnapshot) -> [SchemaDifference] {
         live.differences(toReach: target).filter {
             $0.kind != .unexpectedTable || planTableKeys.contains($0.table.lowercased())
