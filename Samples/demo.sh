@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift build -c release --product reminders >/dev/null
+swift build -c release --product ostore >/dev/null
 reminders=".build/release/reminders"
+ostore=".build/release/ostore"
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 db="$workdir/reminders.sqlite"
@@ -34,7 +36,11 @@ note() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
 show() {
     echo
     step "$@"
-    if [ "$1" = reminders ]; then shift; "$reminders" "$@"; else "$@"; fi
+    case "$1" in
+        reminders) shift; "$reminders" "$@" ;;
+        ostore) shift; "$ostore" "$@" ;;
+        *) "$@" ;;
+    esac
 }
 
 note "Release 1.0 creates the database."
@@ -56,5 +62,7 @@ show reminders --db "$db" lists
 note "Release 1.0 refuses the 2.0 file and leaves it alone (exit status 1, expected):"
 show reminders --db "$db" --schema 1.0 list || echo "(exit status $?)"
 
-show sqlite3 "$db" "SELECT position, kind, fromVersion, toVersion FROM ostore_migrations"
+note "The migration ledger, read by the ostore tool (no app code needed):"
+show ostore status --db "$db"
+show ostore check --db "$db"
 printf '\nThe ledger records each stage once; values are bound, never interpolated, so the odd title is just a title.\n'

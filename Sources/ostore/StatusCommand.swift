@@ -12,8 +12,13 @@ enum StatusCommand: Command {
         CommandOption(name: "--json", valueName: nil, help: "print one JSON object instead of text"),
     ]
     static let details = """
-        JSON keys: schemaVersion (null for a database without ledger), fingerprint, liveFingerprint,
-        appliedStages, pendingStages. Pending stages come from the plan the app last migrated with.
+        fingerprint identifies the declared schema (sync modes included); structureFingerprint is the
+        declared schema as SQLite stores it, liveStructureFingerprint the same for this file: they are
+        equal when the file matches its version.
+
+        JSON keys: schemaVersion (null for a database without ledger), fingerprint, structureFingerprint,
+        liveStructureFingerprint, appliedStages, pendingStages. Pending stages come from the plan the app
+        last migrated with.
 
         exit status: 0 ok, 2 usage error or unreadable database
         """
@@ -44,7 +49,12 @@ enum StatusCommand: Command {
             "database:         \(path)",
             "schema version:   \(status.schemaVersion?.description ?? "none (no migration ledger)")",
             "fingerprint:      \(status.fingerprint ?? "-")",
-            "live fingerprint: \(status.liveFingerprint)",
+            "structure:        \(status.structureFingerprint ?? "-") (declared)",
+            "                  \(status.liveStructureFingerprint) (this file"
+                + (status.structureFingerprint == nil
+                    ? ")"
+                    : status.structureFingerprint == status.liveStructureFingerprint
+                        ? ": matches)" : ": DIFFERS, run ostore check)"),
             "applied stages:\(status.appliedStages.isEmpty ? " none" : "")",
         ]
         let dateFormatter = ISO8601DateFormatter()
@@ -74,7 +84,8 @@ enum StatusCommand: Command {
         let object: [String: Any] = [
             "schemaVersion": status.schemaVersion?.description ?? NSNull(),
             "fingerprint": status.fingerprint ?? NSNull(),
-            "liveFingerprint": status.liveFingerprint,
+            "structureFingerprint": status.structureFingerprint ?? NSNull(),
+            "liveStructureFingerprint": status.liveStructureFingerprint,
             "appliedStages": status.appliedStages.map { stage -> [String: Any] in
                 [
                     "position": stage.position, "kind": stage.kind,

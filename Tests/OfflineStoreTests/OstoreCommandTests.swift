@@ -128,6 +128,7 @@ struct OstoreCommandTests {
             try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
         #expect(object["schemaVersion"] as? String == "1.1.0")
         #expect((object["fingerprint"] as? String)?.count == 64)
+        #expect(object["structureFingerprint"] as? String == object["liveStructureFingerprint"] as? String)
         let applied = try #require(object["appliedStages"] as? [[String: Any]])
         #expect(applied.map { $0["toVersion"] as? String } == ["1.0.0", "1.1.0"])
         let pending = try #require(object["pendingStages"] as? [[String: Any]])
@@ -136,6 +137,7 @@ struct OstoreCommandTests {
         #expect(pending.first?["checksum"] as? String == expected.first?.checksum)
         let text = try runOstore(["status", "--db", path])
         #expect(text.output.contains("schema version:   1.1.0"))
+        #expect(text.output.contains("(this file: matches)"))
     }
 
     @Test func checkFindsWhatDriftedFromTheLedger() throws {
@@ -150,6 +152,7 @@ struct OstoreCommandTests {
         #expect(drifted.status == 1)
         #expect(drifted.output.contains("declared at 2.0.0 but missing or different in the file"))
         #expect(drifted.output.contains("reminders_listID"))
+        #expect(try runOstore(["status", "--db", path]).output.contains("DIFFERS, run ostore check"))
         try db.execute("DROP TABLE ostore_migrations")
         let noLedger = try runOstore(["check", "--db", path])
         #expect(noLedger.status == 1)

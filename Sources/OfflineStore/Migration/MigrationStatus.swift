@@ -14,8 +14,12 @@ public struct MigrationStatus: Sendable {
     public var schemaVersion: Schema.Version?
     /// The fingerprint of the declared schema at ``schemaVersion``, as recorded when it was applied.
     public var fingerprint: String?
-    /// The fingerprint of what the file holds now (SQLite structure only, no sync modes).
-    public var liveFingerprint: String
+    /// The fingerprint of the declared schema at ``schemaVersion`` without sync modes (what SQLite
+    /// stores), from the plan the app recorded; nil when no plan was recorded.
+    public var structureFingerprint: String?
+    /// The same fingerprint of what the file holds now: equal to ``structureFingerprint`` when the
+    /// file matches its declared version.
+    public var liveStructureFingerprint: String
     public var appliedStages: [AppliedStage]
     /// Stages of the recorded plan the ledger has not applied.
     public var pendingStages: [PendingStage]
@@ -23,9 +27,11 @@ public struct MigrationStatus: Sendable {
     public static func read(from db: Database) throws -> MigrationStatus {
         let entries = try MigrationLedger.entries(db)
         let plan = try recordedPlan(db)
+        let current = entries.last.flatMap { $0.position < plan.count ? plan[$0.position] : nil }
         return MigrationStatus(
             schemaVersion: entries.last?.toVersion, fingerprint: entries.last?.fingerprint,
-            liveFingerprint: try SchemaSnapshot(liveDatabase: db).canonicalText(includingSyncModes: false)
+            structureFingerprint: current?.schemaText.sha256Hex,
+            liveStructureFingerprint: try SchemaSnapshot(liveDatabase: db).canonicalText(includingSyncModes: false)
                 .sha256Hex,
             appliedStages: entries.map {
                 AppliedStage(
