@@ -28,7 +28,7 @@ enum MigrationLedger {
     static func createIfNeeded(_ db: Database) throws {
         try db.execute(
             sql: """
-                CREATE TABLE IF NOT EXISTS \(quoteIdentifier(tableName)) (
+                CREATE TABLE IF NOT EXISTS main.\(quoteIdentifier(tableName)) (
                     position INTEGER PRIMARY KEY,
                     kind TEXT NOT NULL,
                     fromVersion TEXT,
@@ -43,14 +43,14 @@ enum MigrationLedger {
                 """)
         try db.execute(
             sql: """
-                CREATE TABLE IF NOT EXISTS \(quoteIdentifier(stateTableName)) (
+                CREATE TABLE IF NOT EXISTS main.\(quoteIdentifier(stateTableName)) (
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     verifiedSchemaCookie INTEGER NOT NULL
                 ) STRICT
                 """)
         try db.execute(
             sql: """
-                CREATE TABLE IF NOT EXISTS \(quoteIdentifier(planTableName)) (
+                CREATE TABLE IF NOT EXISTS main.\(quoteIdentifier(planTableName)) (
                     position INTEGER PRIMARY KEY,
                     kind TEXT NOT NULL,
                     fromVersion TEXT,
@@ -66,15 +66,15 @@ enum MigrationLedger {
     /// list pending stages and compare the live schema with the declared one.
     static func recordPlan(_ steps: [MigrationStep], in db: Database) throws {
         let stored = try db.fetchAll(
-            String.self, "SELECT checksum FROM \(identifier: planTableName) ORDER BY position")
+            String.self, "SELECT checksum FROM main.\(identifier: planTableName) ORDER BY position")
         guard stored != steps.map(\.checksum) else { return }
         // An older release must not erase the manifest of the newer plan that wrote the file.
         guard stored.count <= steps.count else { return }
-        try db.execute("DELETE FROM \(identifier: planTableName)")
+        try db.execute("DELETE FROM main.\(identifier: planTableName)")
         for step in steps {
             try db.execute(
                 """
-                INSERT INTO \(identifier: planTableName) (position, kind, fromVersion, toVersion, checksum, schemaText)
+                INSERT INTO main.\(identifier: planTableName) (position, kind, fromVersion, toVersion, checksum, schemaText)
                 VALUES (\(step.position), \(step.kind.rawValue), \(step.fromVersion?.description),
                     \(step.toVersion.description), \(step.checksum), \(step.target.canonicalText(includingSyncModes: false)))
                 """)
@@ -86,7 +86,7 @@ enum MigrationLedger {
         return try db.fetchAll(
             """
             SELECT position, kind, fromVersion, toVersion, checksum, fingerprint, appliedAt, durationSeconds, runs, adopted
-            FROM \(identifier: tableName) ORDER BY position
+            FROM main.\(identifier: tableName) ORDER BY position
             """
         ).map { row in
             Entry(
@@ -102,7 +102,7 @@ enum MigrationLedger {
     static func record(_ step: MigrationStep, duration: Double, adopted: Bool, in db: Database) throws {
         try db.execute(
             """
-            INSERT INTO \(identifier: tableName)
+            INSERT INTO main.\(identifier: tableName)
                 (position, kind, fromVersion, toVersion, checksum, fingerprint, appliedAt, durationSeconds, adopted)
             VALUES (\(step.position), \(step.kind.rawValue), \(step.fromVersion?.description), \(step.toVersion.description),
                 \(step.checksum), \(step.fingerprint), \(Date()), \(duration), \(adopted))
@@ -119,7 +119,7 @@ enum MigrationLedger {
     static func verifiedSchemaCookie(_ db: Database) throws -> Int? {
         guard try db.tableExists(stateTableName) else { return nil }
         return try db.fetchValue(
-            Int.self, "SELECT verifiedSchemaCookie FROM \(identifier: stateTableName) WHERE id = 1")
+            Int.self, "SELECT verifiedSchemaCookie FROM main.\(identifier: stateTableName) WHERE id = 1")
     }
 
     /// Records the current schema cookie as verified; call last in a transaction, after any DDL.
@@ -127,7 +127,7 @@ enum MigrationLedger {
         try recordPlan(steps, in: db)
         try db.execute(
             """
-            INSERT INTO \(identifier: stateTableName) (id, verifiedSchemaCookie) VALUES (1, \(try schemaCookie(db)))
+            INSERT INTO main.\(identifier: stateTableName) (id, verifiedSchemaCookie) VALUES (1, \(try schemaCookie(db)))
             ON CONFLICT (id) DO UPDATE SET verifiedSchemaCookie = excluded.verifiedSchemaCookie
             """)
     }

@@ -104,7 +104,7 @@ public struct MigrationStatus: Sendable {
         return try db.fetchAll(
             """
             SELECT position, kind, fromVersion, toVersion, checksum, schemaText
-            FROM \(identifier: MigrationLedger.planTableName) ORDER BY position
+            FROM main.\(identifier: MigrationLedger.planTableName) ORDER BY position
             """
         ).map { row in
             RecordedStep(

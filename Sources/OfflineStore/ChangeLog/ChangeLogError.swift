@@ -1,0 +1,27 @@
+/// What went wrong in the change log: the metadatabase, row identity of synced tables, clocks.
+public struct ChangeLogError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// A synced table's primary key cannot identify a row across devices.
+        case unsuitableRowIdentity
+        /// A clock from another site lies too far in the future.
+        case clockTooFarInFuture
+        /// The metadatabase belongs to another store, or cannot be opened or migrated.
+        case metadatabase
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var fix: String?
+    public var table: String?
+
+    public init(_ kind: Kind, table: String? = nil, _ message: String, fix: String? = nil) {
+        self.kind = kind
+        self.table = table
+        self.message = message
+        self.fix = fix
+    }
+
+    public var description: String {
+        "change log error\(table.map { " (table \($0))" } ?? ""): \(message)" + (fix.map { ". Fix: \($0)" } ?? "")
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// The store's hybrid logical clock: every reading is later than every reading before it, even
+/// when the wall clock steps backwards, and later than every clock received from another site.
+/// A clock received too far in the future (more than ``maximumDrift`` ahead of this machine's
+/// wall clock) is refused rather than adopted, so one peer with a wrong clock cannot drag every
+/// other peer's clock into the future.
+///
+/// ```swift
+/// let clock = HybridLogicalClock(lastIssued: .zero)
+/// let first = clock.now()
+/// let second = clock.now()
+/// #expect(first < second)
+/// try clock.receive(remoteStamp)  // throws ChangeLogError for a stamp beyond the drift bound
+/// ```
+///
+/// It is shared by every connection of a store, hence `Sendable`; readings are serialised by a
+/// lock. The last reading is persisted with the changes that carry it, so a restart continues
+/// from it (see ``Metadatabase``).
+public final class HybridLogicalClock: Sendable {
+    /// How far ahead of this machine's wall clock a received clock may be: 5 minutes.
+    public static let defaultMaximumDrift: Duration = .seconds(300)
+
+    public let maximumDrift: Duration
+    private let state: LockedState
+    private let wallClock: @Sendable () -> Int64
+
+    /// - Parameters:
+    ///   - lastIssued: the latest reading this store ever issued or received (persisted).
+    ///   - wallClock: milliseconds since 1970; tests pass a fake one.
+    public init(
+        lastIssued: HybridTimestamp, maximumDrift: Duration = defaultMaximumDrift,
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
+        self.maximumDrift = maximumDrift
+        self.wallClock = wallClock
+        state = LockedState(lastIssued)
+    }
+
+    /// The latest reading issued or received.
+    public var lastIssued: HybridTimestamp { state.withLock { $0 } }
+
+    /// A new reading, later than every earlier one.
+    public func now() -> HybridTimestamp {
+        let wall = min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds)
+        return state.withLock { last in
+            let next: HybridTimestamp
+            if wall > last.milliseconds {
+                next = HybridTimestamp(milliseconds: wall, counter: 0)
+            } else if last.counter < HybridTimestamp.maximumCounter {
+                next = HybridTimestamp(milliseconds: last.milliseconds, counter: last.counter + 1)
+            } else {
+                // 65,536 readings in one millisecond: borrow the next millisecond.
+                next = HybridTimestamp(milliseconds: last.milliseconds + 1, counter: 0)
+            }
+            last = next
+            return next
+        }
+    }
+
+    /// Takes a clock from another site into account, so later local readings order after it.
+    /// Throws ``ChangeLogError`` (`.clockTooFarInFuture`) beyond the drift bound; the clock is
+    /// then unchanged.
+    public func receive(_ remote: HybridTimestamp) throws(ChangeLogError) {
+        let wall = wallClock()
+        let bound = wall + Int64(maximumDrift.components.seconds) * 1000
+        guard remote.milliseconds <= bound else {
+            throw ChangeLogError(
+                .clockTooFarInFuture,
+                "a received clock reading (\(remote)) is \((remote.milliseconds - wall) / 1000) s ahead of this "
+                    + "machine's clock, more than the \(maximumDrift.components.seconds) s allowed",
+                fix: "check the sending device's clock; the change is refused, not applied")
+        }
+        state.withLock { last in
+            if remote > last { last = remote }
+        }
+    }
+}
+
+/// The clock's last reading under a lock.
+///
+/// `@unchecked Sendable`: `value` is only read or written inside `lock.withLock`, so no two
+/// threads touch it at once. (`Synchronization.Mutex` would do, but the thread sanitizer reports
+/// false races on it on Linux.)
+private final class LockedState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: HybridTimestamp
+
+    init(_ value: HybridTimestamp) { self.value = value }
+
+    func withLock<Result>(_ body: (inout HybridTimestamp) -> Result) -> Result {
+        lock.withLock { body(&value) }
+    }
+}

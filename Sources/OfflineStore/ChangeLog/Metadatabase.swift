@@ -1,0 +1,78 @@
+import Foundation
+
+/// The metadatabase: a second SQLite file beside the user's database that holds what sync needs
+/// and the user's tables must not: the store and site identity and the clock (the change log,
+/// column clocks, cursors and the stash come with the tracking layer). It is named after the
+/// database with `-ostore-meta` appended (`reminders.sqlite` → `reminders.sqlite-ostore-meta`),
+/// like SQLite's own `-wal` and `-shm` files, so the two are moved, backed up and deleted together;
+/// it is attached to every connection under the schema name ``schemaName``.
+///
+/// Its own schema is versioned and migrated by the same ``Migrator`` apps use, on a connection of
+/// its own, before it is attached.
+///
+/// ```swift
+/// let db = try Database(path: path)
+/// let identity = try Metadatabase.attach(to: db)
+/// print(identity.storeID, identity.siteID, identity.state)
+/// ```
+///
+/// See <https://www.sqlite.org/lang_attach.html>.
+public enum Metadatabase {
+    /// The schema name the metadatabase is attached under on every connection.
+    public static let schemaName = "ostore_meta"
+    /// The suffix added to the user's database path.
+    public static let fileSuffix = "-ostore-meta"
+
+    /// Where the metadatabase of the database at `databasePath` lives.
+    public static func path(forDatabaseAt databasePath: String) -> String { databasePath + fileSuffix }
+
+    /// Migrates (creating if needed) the metadatabase of `db`'s file, attaches it, and reconciles
+    /// the store identity the two files share. Call it on every connection, before any write;
+    /// `Configuration.prepareDatabase` is the place.
+    @discardableResult
+    public static func attach(to db: Database) throws -> StoreIdentity {
+        guard !db.path.isEmpty, db.path != ":memory:" else {
+            throw ChangeLogError(
+                .metadatabase, "an in-memory database has no file to put a metadatabase beside",
+                fix: "open the store on a file")
+        }
+        let metaPath = path(forDatabaseAt: db.path)
+        do {
+            let meta = try Database(path: metaPath)
+            try Migrator(plan: MetadatabasePlan.self).migrate(meta)
+            try meta.close()
+        } catch {
+            throw ChangeLogError(
+                .metadatabase, "the metadatabase \(metaPath) cannot be opened or migrated: \(error)",
+                fix: "check the file's permissions and free space; if it is damaged, move it away (the store "
+                    + "recreates it and treats the metadatabase as purged)")
+        }
+        let attached = try db.fetchAll(String.self, "SELECT name FROM pragma_database_list")
+        if !attached.contains(schemaName) {
+            try db.execute("ATTACH DATABASE \(metaPath) AS \(identifier: schemaName)")
+        }
+        return try StoreIdentity.reconcile(db)
+    }
+}
+
+/// The metadatabase's own schema history.
+enum MetadatabasePlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [MetadatabaseV1.self]
+    static let stages: [MigrationStage] = []
+}
+
+enum MetadatabaseV1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.0.0"
+    static let models: [any Model.Type] = [StoreRecord.self]
+
+    /// One row: whose store this is, which site this device is, and the clock's high-water mark.
+    enum StoreRecord: Model {
+        static let tableDefinition = TableDefinition("store", sync: .localOnly, options: [.strict]) {
+            Column("id", .integer).primaryKey().check("id = 1")
+            Column("storeID", .text).notNull()
+            Column("siteID", .blob).notNull().check("length(siteID) = 16")
+            Column("createdAt", .real).notNull()
+            Column("lastClock", .integer).notNull().defaults(0)
+        }
+    }
+}
