@@ -61,18 +61,49 @@ enum MetadatabasePlan: MigrationPlan {
     static let stages: [MigrationStage] = []
 }
 
-enum MetadatabaseV1: VersionedSchema {
+enum MetadatabaseV1: LibrarySchema {
     static let versionIdentifier: Schema.Version = "1.0.0"
-    static let models: [any Model.Type] = [StoreRecord.self]
+    static let models: [any Model.Type] = [StoreRecord.self, TrackedTable.self, ChangeEntry.self]
 
-    /// One row: whose store this is, which site this device is, and the clock's high-water mark.
+    /// One row: whose store this is, which site this device is, the clock's high-water mark, and
+    /// how far the local log has been pushed.
     enum StoreRecord: Model {
-        static let tableDefinition = TableDefinition("store", sync: .localOnly, options: [.strict]) {
+        static let tableDefinition = TableDefinition("ostore_store", sync: .localOnly, options: [.strict]) {
             Column("id", .integer).primaryKey().check("id = 1")
             Column("storeID", .text).notNull()
             Column("siteID", .blob).notNull().check("length(siteID) = 16")
             Column("createdAt", .real).notNull()
             Column("lastClock", .integer).notNull().defaults(0)
+            Column("pushedSeq", .integer).notNull().defaults(0)
+        }
+    }
+
+    /// Synced tables by number, so each log entry stores a small integer, not a name.
+    enum TrackedTable: Model {
+        static let tableDefinition = TableDefinition("ostore_tables", sync: .localOnly, options: [.strict]) {
+            Column("id", .integer).primaryKey()
+            Column("name", .text).notNull().unique()
+        }
+    }
+
+    /// The change log (its name must be unique across the attached schemas: SQLite does not let a
+    /// trigger qualify the table it inserts into): the latest change of each (table, row, column), so edits of one column
+    /// before a push coalesce by construction. `columnName` is a column, `''` for "the row was
+    /// inserted" or `'-'` for "the row was deleted". `seq` orders local changes for pushing (NULL for
+    /// changes applied from other sites, which are not pushed back); `site` is 0 for this device.
+    /// Values are not copied here: a push reads them from the row, so the log stays small.
+    enum ChangeEntry: Model {
+        static let tableDefinition = TableDefinition(
+            "ostore_changes", sync: .localOnly, options: [.strict, .withoutRowID]
+        ) {
+            Column("tableID", .integer).notNull()
+            Column("pk", .any).notNull()
+            Column("columnName", .text).notNull()
+            Column("clock", .integer).notNull()
+            Column("site", .integer).notNull().defaults(0)
+            Column("seq", .integer)
+            PrimaryKey("tableID", "pk", "columnName")
+            Index("ostore_changes_seq", on: "seq", where: "seq IS NOT NULL")
         }
     }
 }

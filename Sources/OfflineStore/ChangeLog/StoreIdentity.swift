@@ -38,7 +38,8 @@ public struct StoreIdentity: Sendable, Hashable {
             let mainStoreID = try db.fetchValue(
                 String.self, "SELECT storeID FROM main.\(identifier: mainTableName) WHERE id = 1")
             let meta = try db.fetchOne(
-                "SELECT storeID, siteID, lastClock FROM \(identifier: Metadatabase.schemaName).store WHERE id = 1")
+                "SELECT storeID, siteID, lastClock FROM \(identifier: Metadatabase.schemaName).ostore_store WHERE id = 1"
+            )
             let metaStoreID: String? = try meta?.decode(at: 0)
             let state: State
             switch (mainStoreID, metaStoreID) {
@@ -64,7 +65,8 @@ public struct StoreIdentity: Sendable, Hashable {
                         + "was modified); the store then rebuilds its metadatabase")
             }
             let record = try db.fetchOne(
-                "SELECT storeID, siteID, lastClock FROM \(identifier: Metadatabase.schemaName).store WHERE id = 1")
+                "SELECT storeID, siteID, lastClock FROM \(identifier: Metadatabase.schemaName).ostore_store WHERE id = 1"
+            )
             guard let record else {
                 throw ChangeLogError(.metadatabase, "the metadatabase has no store record after reconciliation")
             }
@@ -80,7 +82,7 @@ public struct StoreIdentity: Sendable, Hashable {
         for index in siteID.indices { siteID[index] = UInt8.random(in: 0...255, using: &generator) }
         try db.execute(
             """
-            INSERT INTO \(identifier: Metadatabase.schemaName).store (id, storeID, siteID, createdAt, lastClock)
+            INSERT INTO \(identifier: Metadatabase.schemaName).ostore_store (id, storeID, siteID, createdAt, lastClock)
             VALUES (1, \(storeID), \(siteID), \(Date()), 0)
             """)
     }

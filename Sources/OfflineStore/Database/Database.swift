@@ -30,6 +30,8 @@ public final class Database {
     @exclusivity(unchecked) var recordScratch = PersistenceContainer()
     var savepointDepth = 0
     var hooks = HookBoxes()
+    /// Read by the change log's triggers through an SQL function; see ``withoutRecordingChanges(_:)``.
+    let changeRecording = ChangeRecordingSwitch()
 
     /// Opens (creating if needed) the database file at `path`; pass `":memory:"` for a private in-memory database.
     public init(path: String, configuration: Configuration = Configuration()) throws(DatabaseError) {

@@ -62,7 +62,12 @@ extension Migrator {
     private func runStageCode(_ body: MigrationStage.Body?, context: MigrationContext, step: MigrationStep) throws {
         guard let body else { return }
         do {
-            try body(context)
+            if context.recordsChanges {
+                try body(context)
+            } else {
+                // Every peer runs the same stage: its writes are not user edits to sync.
+                try context.database.withoutRecordingChanges { _ in try body(context) }
+            }
         } catch var error as MigrationError {
             if error.stage == nil { error.stage = step.label }
             throw error

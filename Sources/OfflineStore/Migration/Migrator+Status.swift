@@ -53,6 +53,11 @@ extension Migrator {
         try MigrationLedger.entries(db).last?.toVersion
     }
 
+    /// The declared schema of `version`, or nil when the plan has no such version.
+    public func declaredSchema(_ version: Schema.Version) -> SchemaSnapshot? {
+        steps.first { $0.toVersion == version }?.target
+    }
+
     /// Whether every stage of the plan has been applied.
     public func hasCompletedMigrations(_ db: Database) throws -> Bool {
         let entries = try MigrationLedger.entries(db)

@@ -19,7 +19,7 @@ extension SchemaSnapshot {
         var tables: [TableDefinition] = []
         for row in listed {
             let name: String = try row.decode(at: 0)
-            if !includingReservedTables, name.lowercased().hasPrefix("ostore_") { continue }
+            if !includingReservedTables, Self.isBookkeepingTable(name) { continue }
             let type: String = try row.decode(at: 1)
             let sql: String = try row.decode(String?.self, at: 4) ?? ""
             if type == "virtual" {
@@ -32,6 +32,14 @@ extension SchemaSnapshot {
             }
         }
         self.init(liveTables: tables)
+    }
+
+    /// The migrator's and the store's own tables in an app's database, which no declaration lists.
+    static func isBookkeepingTable(_ name: String) -> Bool {
+        let key = name.lowercased()
+        return [
+            "ostore_migrations", "ostore_migration_state", "ostore_migration_plan", "ostore_store_identity",
+        ].contains(key) || key.hasPrefix("ostore_rebuild_")
     }
 
     private static func virtualTable(name: String, sql: String) -> TableDefinition {

@@ -16,10 +16,18 @@ public struct SchemaSnapshot: Sendable, Hashable {
 
     /// Validates and normalises declared tables.
     public init(version: Schema.Version?, tables declaredTables: [TableDefinition]) throws(SchemaError) {
+        try self.init(version: version, tables: declaredTables, allowingReservedNames: false)
+    }
+
+    /// `allowingReservedNames` is for the library's own schemas (the metadatabase), whose tables
+    /// carry the reserved `ostore_` prefix so they can never clash with an app's.
+    init(version: Schema.Version?, tables declaredTables: [TableDefinition], allowingReservedNames: Bool)
+        throws(SchemaError)
+    {
         var resolved: [TableDefinition] = []
         for table in declaredTables { resolved.append(try Self.resolve(table)) }
         resolved.sort { $0.name.lowercased() < $1.name.lowercased() }
-        try Self.validate(resolved)
+        try Self.validate(resolved, allowingReservedNames: allowingReservedNames)
         self.version = version
         tables = resolved
         normalizedTables = resolved.map { $0.normalized() }
@@ -77,7 +85,7 @@ public struct SchemaSnapshot: Sendable, Hashable {
         }
     }
 
-    private static func validate(_ tables: [TableDefinition]) throws(SchemaError) {
+    private static func validate(_ tables: [TableDefinition], allowingReservedNames: Bool) throws(SchemaError) {
         var tableNames: Set<String> = []
         var indexNames: Set<String> = []
         for table in tables {
@@ -86,7 +94,7 @@ public struct SchemaSnapshot: Sendable, Hashable {
                 SchemaError(.invalidDeclaration, table: table.name, column: column, message)
             }
             guard !table.name.isEmpty else { throw fail("a table needs a name") }
-            guard !tableKey.hasPrefix("sqlite_"), !tableKey.hasPrefix("ostore_") else {
+            guard !tableKey.hasPrefix("sqlite_"), allowingReservedNames || !tableKey.hasPrefix("ostore_") else {
                 throw fail("names starting with sqlite_ and ostore_ are reserved; rename the table")
             }
             guard tableNames.insert(tableKey).inserted else {
@@ -130,7 +138,8 @@ public struct SchemaSnapshot: Sendable, Hashable {
                 guard indexNames.insert(index.name.lowercased()).inserted, !index.name.isEmpty else {
                     throw fail("index \"\(index.name)\" is declared twice (index names are unique per database)")
                 }
-                guard !index.name.lowercased().hasPrefix("sqlite_"), !index.name.lowercased().hasPrefix("ostore_")
+                guard !index.name.lowercased().hasPrefix("sqlite_"),
+                    allowingReservedNames || !index.name.lowercased().hasPrefix("ostore_")
                 else {
                     throw fail("index names starting with sqlite_ and ostore_ are reserved; rename \(index.name)")
                 }

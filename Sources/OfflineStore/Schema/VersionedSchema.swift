@@ -17,9 +17,14 @@ public protocol VersionedSchema: SendableMetatype {
 extension VersionedSchema {
     /// The tables of this version, validated and normalised.
     public static func snapshot() throws(SchemaError) -> SchemaSnapshot {
-        try SchemaSnapshot(version: versionIdentifier, tables: models.map { $0.tableDefinition })
+        try SchemaSnapshot(
+            version: versionIdentifier, tables: models.map { $0.tableDefinition },
+            allowingReservedNames: self is any LibrarySchema.Type)
     }
 }
+
+/// The library's own schemas (the metadatabase's), which may use the reserved `ostore_` prefix.
+protocol LibrarySchema: VersionedSchema {}
 
 /// A type that declares one table (or FTS5 virtual table) of a schema version.
 ///

@@ -1,0 +1,146 @@
+import Foundation
+
+/// A store's change log on one connection: the metadatabase attached, the app's migrations run,
+/// the tracking triggers installed for the schema the database is at, and the queue of local
+/// changes waiting to be pushed.
+///
+/// ```swift
+/// let db = try Database(path: path)
+/// let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+/// try db.execute("INSERT INTO remindersLists (id, name) VALUES (\(UUID().uuidString), \("Home"))")
+/// for change in try log.pendingChanges(db, limit: 100) { print(change.table, change.operation) }
+/// try log.markPushed(db, upTo: lastAcknowledged)
+/// ```
+///
+/// Reading the queue streams in batches (`limit`) in commit order; values are read from the rows
+/// themselves at push time, so the log holds keys and clocks only.
+public struct ChangeLog: Sendable {
+    public let identity: StoreIdentity
+    public let clock: HybridLogicalClock
+    public let schema: SchemaSnapshot
+
+    /// Attaches the metadatabase, migrates the database, and installs tracking on this connection.
+    /// Call it on every connection that writes.
+    public static func open(_ db: Database, migrator: Migrator) throws -> ChangeLog {
+        let identity = try Metadatabase.attach(to: db)
+        try migrator.migrate(db)
+        guard let version = try migrator.currentVersion(db), let schema = migrator.declaredSchema(version) else {
+            throw ChangeLogError(.metadatabase, "the database has no schema version after migrating")
+        }
+        let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
+        try ChangeTracker.install(on: db, schema: schema, clock: clock)
+        return ChangeLog(identity: identity, clock: clock, schema: schema)
+    }
+
+    /// Up to `limit` pending changes after the last acknowledged push, oldest first.
+    public func pendingChanges(_ db: Database, after sequence: Int64? = nil, limit: Int = 500) throws
+        -> [PendingChange]
+    {
+        let meta = Metadatabase.schemaName
+        let start = try sequence ?? pushedSequence(db)
+        let entries = try db.fetchAll(
+            """
+            SELECT c.seq, t.name, c.pk, c.columnName, c.clock
+            FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
+            WHERE c.seq > \(start) ORDER BY c.seq LIMIT \(limit)
+            """)
+        var changes: [PendingChange] = []
+        for entry in entries {
+            let tableName: String = try entry.decode(at: 1)
+            guard let table = schema.table(named: tableName) else { continue }
+            let keyColumns = ChangeTracker.keyColumns(of: table)
+            let keyValues = try LoggedKey.values(try entry.decode(at: 2), columnCount: keyColumns.count)
+            let primaryKey = Dictionary(uniqueKeysWithValues: zip(keyColumns, keyValues))
+            let columnName: String = try entry.decode(at: 3)
+            let clock = HybridTimestamp(packed: try entry.decode(at: 4)) ?? .zero
+            var change = PendingChange(
+                sequence: try entry.decode(at: 0), table: table.name, primaryKey: primaryKey, operation: .delete,
+                columns: [:], clock: clock)
+            if columnName != "-" {
+                // A row changed and then deleted is pushed as its delete alone.
+                guard let row = try currentRow(db, table: table.name, key: primaryKey) else { continue }
+                if columnName.isEmpty {
+                    change.operation = .insert
+                    change.columns = row
+                } else {
+                    change.operation = .update
+                    change.columns = [columnName: row[columnName] ?? .null]
+                }
+            }
+            changes.append(change)
+        }
+        return changes
+    }
+
+    /// Acknowledges every change up to `sequence` as pushed.
+    public func markPushed(_ db: Database, upTo sequence: Int64) throws {
+        try db.execute(
+            """
+            UPDATE \(identifier: Metadatabase.schemaName).ostore_store
+            SET pushedSeq = max(pushedSeq, \(sequence)), lastClock = max(lastClock, \(clock.lastIssued.packed))
+            WHERE id = 1
+            """)
+    }
+
+    /// How many log entries wait to be pushed.
+    public func pendingCount(_ db: Database) throws -> Int {
+        try db.fetchValue(
+            Int.self,
+            """
+            SELECT count(*) FROM \(identifier: Metadatabase.schemaName).ostore_changes
+            WHERE seq > \(try pushedSequence(db))
+            """) ?? 0
+    }
+
+    func pushedSequence(_ db: Database) throws -> Int64 {
+        try db.fetchValue(
+            Int64.self, "SELECT pushedSeq FROM \(identifier: Metadatabase.schemaName).ostore_store WHERE id = 1")
+            ?? 0
+    }
+
+    private func currentRow(_ db: Database, table: String, key: [String: DatabaseValue]) throws
+        -> [String: DatabaseValue]?
+    {
+        var sql: SQL = "SELECT * FROM main.\(identifier: table) WHERE "
+        for (index, (column, value)) in key.sorted(by: { $0.key < $1.key }).enumerated() {
+            sql = sql + (index == 0 ? "" : " AND ") + "\(identifier: column) = \(value)"
+        }
+        guard let row = try db.fetchOne(sql) else { return nil }
+        var values: [String: DatabaseValue] = [:]
+        for (index, name) in row.columnNames.enumerated() {
+            // Decoded as a non-optional DatabaseValue: NULL is a value to push, not a missing column.
+            let value: DatabaseValue = try row.decode(at: index)
+            values[name] = value
+        }
+        return values
+    }
+}
+
+/// One clock per metadatabase per process, shared by every connection to the store.
+enum ClockRegistry {
+    private static let lock = NSLock()
+    // `nonisolated(unsafe)`: read and written only inside `lock.withLock` below.
+    nonisolated(unsafe) private static var clocks: [String: HybridLogicalClock] = [:]
+
+    static func clock(for db: Database, persisted: HybridTimestamp) throws -> HybridLogicalClock {
+        let meta = Metadatabase.schemaName
+        // The newest local entry carries the newest clock this store issued.
+        let logged = try db.fetchValue(
+            Int64.self,
+            """
+            SELECT clock FROM \(identifier: meta).ostore_changes
+            WHERE seq = (SELECT max(seq) FROM \(identifier: meta).ostore_changes WHERE seq IS NOT NULL)
+            """)
+        let last = max(persisted, logged.flatMap { HybridTimestamp(packed: $0) } ?? .zero)
+        let path = Metadatabase.path(forDatabaseAt: db.path)
+        return lock.withLock {
+            if let clock = clocks[path] {
+                try? clock.receive(last)
+                return clock
+            }
+            let clock = HybridLogicalClock(lastIssued: last)
+            clocks[path] = clock
+            return clock
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+
+/// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
+/// every synced table of a schema, they write into the attached metadatabase (only TEMP triggers
+/// may write into another database). An UPDATE records only the columns whose values changed
+/// (`IS NOT`, so NULLs compare); a primary-key change is a delete of the old key and an insert of
+/// the new. Triggers check the connection's recording switch, so migration stages and applied
+/// remote changes are not recorded.
+///
+/// ```swift
+/// try ChangeTracker.install(on: db, schema: try RemindersSchemaV2.snapshot(), clock: clock)
+/// try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\(id), \("Milk"), \(listID))")
+/// ```
+///
+/// See <https://www.sqlite.org/lang_createtrigger.html> ("TEMP triggers … may refer to other schemas").
+public enum ChangeTracker {
+    static let triggerPrefix = "ostore_track_"
+
+    /// Replaces this connection's tracking triggers with ones for `schema`'s synced tables.
+    /// The metadatabase must be attached (``Metadatabase/attach(to:)``).
+    public static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
+        try schema.validateRowIdentityForSync()
+        let recording = db.changeRecording
+        try db.add(
+            function: DatabaseFunction("ostore_recording", argumentCount: 0) { _ in recording.isOn })
+        try db.add(function: DatabaseFunction("ostore_clock", argumentCount: 0) { _ in clock.now().packed })
+        let meta = quoteIdentifier(Metadatabase.schemaName)
+        try db.transaction { db in
+            let existing = try db.fetchAll(
+                String.self,
+                "SELECT name FROM temp.sqlite_schema WHERE type = 'trigger' AND name LIKE \(triggerPrefix + "%")")
+            for name in existing { try db.execute(sql: "DROP TRIGGER IF EXISTS temp.\(quoteIdentifier(name))") }
+            for table in schema.tables where table.sync == .synced {
+                try db.execute(
+                    "INSERT OR IGNORE INTO \(identifier: Metadatabase.schemaName).ostore_tables (name) VALUES (\(table.name))"
+                )
+                let tableID =
+                    try db.fetchValue(
+                        Int.self,
+                        "SELECT id FROM \(identifier: Metadatabase.schemaName).ostore_tables WHERE name = \(table.name)"
+                    ) ?? 0
+                for sql in triggerSQL(for: table, tableID: tableID, meta: meta) { try db.execute(sql: sql) }
+            }
+        }
+    }
+
+    /// The primary-key columns of a table, in key order.
+    static func keyColumns(of table: TableDefinition) -> [String] {
+        let normal = table.normalized()
+        return normal.primaryKey.compactMap { key in table.columns.first { $0.name.uppercased() == key }?.name }
+    }
+
+    /// The key as stored in the log: the value itself for a one-column key; for a composite key,
+    /// the columns as SQL literals (`quote()`) joined by commas, decoded by ``LoggedKey``.
+    static func keyExpression(_ columns: [String], row: String) -> String {
+        guard columns.count > 1 else { return "\(row).\(quoteIdentifier(columns[0]))" }
+        return columns.map { "quote(\(row).\(quoteIdentifier($0)))" }.joined(separator: " || ',' || ")
+    }
+
+    /// Trigger bodies cannot take bound parameters, so the table number and column names are
+    /// written in as literals; they come from the declared schema, never from user data.
+    static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
+        let keys = keyColumns(of: table)
+        let newKey = keyExpression(keys, row: "NEW")
+        let oldKey = keyExpression(keys, row: "OLD")
+        let target = "main.\(quoteIdentifier(table.name))"
+        let nextSeq = "(SELECT ifnull(max(seq), 0) + 1 FROM \(meta).ostore_changes WHERE seq IS NOT NULL)"
+        let upsert =
+            "ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq"
+        func record(_ key: String, _ column: String, where condition: String) -> String {
+            """
+            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
+                SELECT \(tableID), \(key), \(column), ostore_clock(), 0, \(nextSeq) WHERE \(condition)
+                \(upsert);
+            """
+        }
+        let name = { (event: String) in quoteIdentifier(triggerPrefix + table.name + "_" + event) }
+        let keyChanged = "\(newKey) IS NOT \(oldKey)"
+        let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
+        var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
+        if !valueColumns.isEmpty {
+            let changed = valueColumns.map { column in
+                "SELECT \(DatabaseValue.text(column).sqlLiteral) AS name WHERE NEW.\(quoteIdentifier(column)) "
+                    + "IS NOT OLD.\(quoteIdentifier(column))"
+            }.joined(separator: " UNION ALL ")
+            updateBody += """
+
+                INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
+                    SELECT \(tableID), \(newKey), changed.name, ostore_clock(), 0, \(nextSeq)
+                    FROM (\(changed)) AS changed WHERE \(newKey) IS \(oldKey)
+                    \(upsert);
+                """
+        }
+        return [
+            """
+            CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
+            BEGIN
+            \(record(newKey, "''", where: "1"))
+            END
+            """,
+            """
+            CREATE TEMP TRIGGER \(name("update")) AFTER UPDATE ON \(target) WHEN ostore_recording()
+            BEGIN
+            \(updateBody)
+            END
+            """,
+            """
+            CREATE TEMP TRIGGER \(name("delete")) AFTER DELETE ON \(target) WHEN ostore_recording()
+            BEGIN
+            \(record(oldKey, "'-'", where: "1"))
+            END
+            """,
+        ]
+    }
+}

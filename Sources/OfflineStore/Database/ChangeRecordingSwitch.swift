@@ -1,0 +1,28 @@
+/// Whether a connection's writes to synced tables are recorded in the change log: on by default,
+/// off while the migrator runs a stage (every peer runs the same stage) and while pulled changes
+/// are applied (they must not echo back).
+///
+/// `@unchecked Sendable`: the flag is written by the connection's owner and read by the change
+/// log's SQL function, which SQLite calls on the thread running a statement on this connection.
+/// A `Database` is used by one thread at a time (it is not Sendable), so the two never overlap;
+/// the type is Sendable only because SQL function bodies must be.
+final class ChangeRecordingSwitch: @unchecked Sendable {
+    var isOn = true
+}
+
+extension Database {
+    /// Whether this connection's writes are being recorded in the change log (when tracking is installed).
+    public var isRecordingChanges: Bool { changeRecording.isOn }
+
+    /// Runs `body` with change recording off on this connection, then restores it.
+    ///
+    /// ```swift
+    /// try db.withoutRecordingChanges { db in try db.execute("UPDATE reminders SET title = lower(title)") }
+    /// ```
+    public func withoutRecordingChanges<Result>(_ body: (Database) throws -> Result) rethrows -> Result {
+        let wasOn = changeRecording.isOn
+        changeRecording.isOn = false
+        defer { changeRecording.isOn = wasOn }
+        return try body(self)
+    }
+}

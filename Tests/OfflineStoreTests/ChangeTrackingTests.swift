@@ -1,0 +1,177 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import Testing
+
+enum LedgerV1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.0.0"
+    static let models: [any Model.Type] = [Entry.self]
+    enum Entry: Model {
+        static let tableDefinition = TableDefinition("entries", options: [.strict]) {
+            Column("id", .blob).primaryKey()
+            Column("amount", .integer)
+            Column("ratio", .real)
+            Column("memo", .text)
+            Column("payload", .blob)
+        }
+    }
+}
+
+enum LedgerPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [LedgerV1.self]
+    static let stages: [MigrationStage] = []
+}
+
+enum CountersV1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.0.0"
+    static let models: [any Model.Type] = [Counter.self]
+    enum Counter: Model {
+        static let tableDefinition = TableDefinition("counters") { Column("id", .integer).primaryKey() }
+    }
+}
+
+enum CountersPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [CountersV1.self]
+    static let stages: [MigrationStage] = []
+}
+
+@Suite("Change tracking")
+struct ChangeTrackingTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory() }
+
+    func openReminders(_ name: String = "reminders.sqlite") throws -> (Database, ChangeLog) {
+        let db = try Database(path: directory.path(name))
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        return (db, log)
+    }
+
+    func summary(_ changes: [PendingChange]) -> [String] {
+        changes.map { change in
+            let key = change.primaryKey.sorted { $0.key < $1.key }.map { "\($0.value.sqlText)" }.joined(separator: ",")
+            let columns = change.columns.keys.sorted().joined(separator: ",")
+            return "\(change.operation.rawValue) \(change.table) \(key) [\(columns)]"
+        }
+    }
+
+    @Test func insertsUpdatesAndDeletesAreRecordedWithOnlyTheChangedColumns() throws {
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'L')")
+        try db.execute("UPDATE reminders SET title = 'Oat milk', notes = notes WHERE id = 'R'")
+        try db.execute("UPDATE reminders SET title = 'Soy milk' WHERE id = 'R'")
+        try db.execute("UPDATE reminders SET priority = NULL WHERE id = 'R'")  // NULL to NULL: no change
+        let changes = try log.pendingChanges(db)
+        #expect(
+            summary(changes) == [
+                "insert remindersLists 'L' [id,name]",
+                "insert reminders 'R' [dueAt,dueDate,id,isDone,listID,notes,priority,title]",
+                "update reminders 'R' [title]",
+            ])
+        #expect(changes[2].columns["title"] == .text("Soy milk"))
+        #expect(changes.map(\.sequence) == changes.map(\.sequence).sorted())
+        #expect(changes.map(\.clock) == changes.map(\.clock).sorted())
+        #expect(try log.pendingCount(db) == 3)
+
+        try db.execute("DELETE FROM reminders WHERE id = 'R'")
+        #expect(
+            summary(try log.pendingChanges(db)) == ["insert remindersLists 'L' [id,name]", "delete reminders 'R' []"])
+    }
+
+    @Test func aPrimaryKeyChangeIsADeleteAndAnInsert() throws {
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'Home')")
+        try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+        try db.execute("UPDATE remindersLists SET id = 'B' WHERE id = 'A'")
+        #expect(
+            summary(try log.pendingChanges(db)) == [
+                "delete remindersLists 'A' []", "insert remindersLists 'B' [id,name]",
+            ])
+    }
+
+    @Test func acknowledgedChangesLeaveTheQueue() throws {
+        let (db, log) = try openReminders()
+        for index in 0..<5 { try db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')") }
+        let batch = try log.pendingChanges(db, limit: 3)
+        #expect(batch.count == 3)
+        try log.markPushed(db, upTo: batch.last!.sequence)
+        #expect(try log.pendingCount(db) == 2)
+        #expect(summary(try log.pendingChanges(db)).map { $0.split(separator: " ")[2] } == ["'L3'", "'L4'"])
+    }
+
+    @Test func compositeKeysAndEveryStorageClassComeBackExactly() throws {
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R,1', 'It''s', 'L')")
+        try db.execute("INSERT INTO tags (id, name) VALUES ('T''x', 'home')")
+        try db.execute("INSERT INTO reminderTags (reminderID, tagID) VALUES ('R,1', 'T''x')")
+        let tagLink = try #require(try log.pendingChanges(db).first { $0.table == "reminderTags" })
+        #expect(tagLink.primaryKey == ["reminderID": .text("R,1"), "tagID": .text("T'x")])
+
+        let ledgerDB = try Database(path: directory.path("ledger.sqlite"))
+        let ledger = try ChangeLog.open(ledgerDB, migrator: try Migrator(plan: LedgerPlan.self))
+        let key = Data([0, 0xFF, 0x27, 0x2C])
+        let payload = Data([0, 1, 2])
+        try ledgerDB.execute(
+            "INSERT INTO entries (id, amount, ratio, memo, payload) VALUES (\(key), \(Int64.max), \(0.1), \("é\0x"), \(payload))"
+        )
+        let entry = try #require(try ledger.pendingChanges(ledgerDB).first)
+        #expect(entry.primaryKey == ["id": .blob(key)])
+        #expect(entry.columns["amount"] == .integer(.max))
+        #expect(entry.columns["ratio"] == .real(0.1))
+        #expect(entry.columns["memo"] == .text("é\0x"))
+        #expect(entry.columns["payload"] == .blob(payload))
+    }
+
+    @Test func writesWithRecordingOffAndMigrationStagesAreNotRecorded() throws {
+        let db = try Database(path: directory.path("notes.sqlite"))
+        let early = try ChangeLog.open(
+            db, migrator: try Migrator(plan: NotesPlanWithCustomStage.self, releasedUpTo: "1.0.0"))
+        try db.execute("INSERT INTO notes (id, body) VALUES ('a', '!urgent')")
+        try db.withoutRecordingChanges { db in try db.execute("INSERT INTO notes (id, body) VALUES ('b', 'quiet')") }
+        #expect(try early.pendingCount(db) == 1)
+        // The 1.1.0 stage updates `pinned` on this connection, whose triggers are installed.
+        let later = try ChangeLog.open(db, migrator: try Migrator(plan: NotesPlanWithCustomStage.self))
+        #expect(try db.scalar(Int.self, "SELECT pinned FROM notes WHERE id = 'a'") == 1)
+        #expect(try later.pendingCount(db) == 1)
+        // The reinstalled triggers track the column the migration added.
+        try db.execute("UPDATE notes SET pinned = 0 WHERE id = 'a'")
+        #expect(summary(try later.pendingChanges(db)).last == "update notes 'a' [pinned]")
+    }
+
+    @Test func aSyncedTableKeyedByRowidIsRefusedWhenTrackingIsInstalled() throws {
+        let db = try Database(path: directory.path("counters.sqlite"))
+        var refused: ChangeLogError?
+        do { _ = try ChangeLog.open(db, migrator: try Migrator(plan: CountersPlan.self)) } catch {
+            refused = error as? ChangeLogError
+        }
+        #expect(refused?.kind == .unsuitableRowIdentity)
+        #expect(refused?.table == "counters")
+    }
+
+    @Test func clocksKeepGrowingAcrossReopens() throws {
+        let first: HybridTimestamp
+        do {
+            let (db, log) = try openReminders()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+            first = try #require(try log.pendingChanges(db).last).clock
+        }
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'y')")
+        let second = try #require(try log.pendingChanges(db).last).clock
+        #expect(second > first)
+    }
+}
+
+extension DatabaseValue {
+    /// A short rendering for test summaries.
+    fileprivate var sqlText: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let value): String(value)
+        case .real(let value): String(value)
+        case .text(let value): "'\(value)'"
+        case .blob(let data): "x'\(data.map { String(format: "%02x", $0) }.joined())'"
+        }
+    }
+}
