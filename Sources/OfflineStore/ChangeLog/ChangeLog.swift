@@ -29,7 +29,10 @@ public struct ChangeLog: Sendable {
         }
         let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
         try ChangeTracker.install(on: db, schema: schema, clock: clock)
-        return ChangeLog(identity: identity, clock: clock, schema: schema)
+        let log = ChangeLog(identity: identity, clock: clock, schema: schema)
+        // A migration may have added the tables and columns stashed changes were waiting for.
+        _ = try log.applyStash(db)
+        return log
     }
 
     /// Up to `limit` pending changes after the last acknowledged push, oldest first.

@@ -5,6 +5,8 @@ public struct ChangeLogError: Error, Sendable, CustomStringConvertible {
         case unsuitableRowIdentity
         /// A clock from another site lies too far in the future.
         case clockTooFarInFuture
+        /// A change from another site is malformed (unknown key columns, wrong type, bad site id).
+        case invalidChange
         /// The metadatabase belongs to another store, or cannot be opened or migrated.
         case metadatabase
     }

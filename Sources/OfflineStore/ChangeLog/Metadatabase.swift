@@ -63,7 +63,9 @@ enum MetadatabasePlan: MigrationPlan {
 
 enum MetadatabaseV1: LibrarySchema {
     static let versionIdentifier: Schema.Version = "1.0.0"
-    static let models: [any Model.Type] = [StoreRecord.self, TrackedTable.self, ChangeEntry.self]
+    static let models: [any Model.Type] = [
+        StoreRecord.self, TrackedTable.self, ChangeEntry.self, KnownSite.self, StashedChange.self,
+    ]
 
     /// One row: whose store this is, which site this device is, the clock's high-water mark, and
     /// how far the local log has been pushed.
@@ -104,6 +106,27 @@ enum MetadatabaseV1: LibrarySchema {
             Column("seq", .integer)
             PrimaryKey("tableID", "pk", "columnName")
             Index("ostore_changes_seq", on: "seq", where: "seq IS NOT NULL")
+        }
+    }
+
+    /// Other sites by number, so each log entry stores a small integer; 0 is this device.
+    enum KnownSite: Model {
+        static let tableDefinition = TableDefinition("ostore_sites", sync: .localOnly, options: [.strict]) {
+            Column("id", .integer).primaryKey()
+            Column("siteID", .blob).notNull().unique()
+        }
+    }
+
+    /// Changes from other sites this schema cannot hold yet (a table or column a newer version
+    /// added, a row whose parent has not arrived): kept, never dropped, and applied when a later
+    /// migration or batch makes room for them.
+    enum StashedChange: Model {
+        static let tableDefinition = TableDefinition("ostore_stash", sync: .localOnly, options: [.strict]) {
+            Column("id", .integer).primaryKey()
+            Column("tableName", .text).notNull()
+            Column("reason", .text).notNull()
+            /// The whole ``RemoteChange`` as JSON, values type-faithful.
+            Column("change", .text).notNull()
         }
     }
 }

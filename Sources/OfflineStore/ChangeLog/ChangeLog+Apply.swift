@@ -1,0 +1,356 @@
+import Foundation
+
+/// What ``ChangeLog/apply(_:to:)`` did with a batch.
+public struct ApplyOutcome: Sendable, Hashable {
+    /// Changes (or columns of them) that won and were written.
+    public var applied = 0
+    /// Changes older than what this store already has, per column (last writer wins).
+    public var superseded = 0
+    /// Changes waiting in the stash after the batch: for a table or column this schema does not
+    /// know yet, or a row whose parent has not arrived. They are applied when a later migration or
+    /// batch makes room.
+    public var stashed = 0
+    /// Changes refused, each with the reason; the rest of the batch was applied.
+    public var rejected: [RejectedChange] = []
+}
+
+/// A change ``ChangeLog/apply(_:to:)`` refused, and why.
+public struct RejectedChange: Sendable, Hashable {
+    /// Its position in the batch.
+    public var index: Int
+    public var change: RemoteChange
+    public var reason: String
+}
+
+extension ChangeLog {
+    /// Applies changes from other sites in one transaction, without recording them again, merging
+    /// each column by last-writer-wins on (clock, site id).
+    ///
+    /// The rules, which every site applies the same way so all converge:
+    /// - An insert creates the row unless a newer delete of it is known; on an existing row its
+    ///   columns merge like an update. A delete removes the row when it is newer than every
+    ///   change this store has for the row. An update writes each column whose clock is newer.
+    /// - A change for a table or column this schema does not know, or an update of a row not
+    ///   present yet, goes to the stash and is retried after every batch and every migration.
+    /// - Foreign keys are checked at commit (`defer_foreign_keys`). A child left pointing at a
+    ///   parent that was deleted is deleted too, as `ON DELETE CASCADE` would have; a child whose
+    ///   parent never arrived is moved to the stash until it does.
+    /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
+    ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
+    ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
+    ///   they are found in the declared schema, and values are always bound.
+    ///
+    /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
+    public func apply(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
+        var outcome = try applyBatch(changes, to: db)
+        // A batch may bring what stashed changes waited for (a parent row, a row to update).
+        if try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM ostore_meta.ostore_stash") == true {
+            let retried = try applyStash(db)
+            outcome.applied += retried.applied
+            outcome.superseded += retried.superseded
+            outcome.rejected += retried.rejected
+        }
+        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+        return outcome
+    }
+
+    private func applyBatch(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
+        try db.withoutRecordingChanges { db in
+            try db.transaction(.immediate) { db in
+                try db.execute("PRAGMA defer_foreign_keys = ON")
+                var outcome = ApplyOutcome()
+                for (index, change) in changes.enumerated() {
+                    do {
+                        try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
+                    } catch {
+                        outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+                    }
+                }
+                try resolveOrphans(db, outcome: &outcome)
+                return outcome
+            }
+        }
+    }
+
+    private func applyOne(_ change: RemoteChange, db: Database, outcome: inout ApplyOutcome) throws {
+        guard change.siteID.count == 16 else {
+            throw ChangeLogError(
+                .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
+        }
+        try clock.receive(change.clock)
+        guard let table = schema.table(named: change.table), table.sync == .synced else {
+            try stash(change, reason: "table \(change.table) is not in schema \(schema.version?.description ?? "")", db)
+            outcome.stashed += 1
+            return
+        }
+        let keyColumns = ChangeTracker.keyColumns(of: table)
+        guard Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() }) else {
+            throw ChangeLogError(
+                .invalidChange, table: table.name,
+                "the key names \(change.primaryKey.keys.sorted()) but \(table.name) is keyed by \(keyColumns)")
+        }
+        let keyValues = keyColumns.map { key in
+            change.primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value
+        }
+        var known: [String: DatabaseValue] = [:]
+        var unknown: [String: DatabaseValue] = [:]
+        for (name, value) in change.columns {
+            if let column = table.columns.first(where: { $0.name.lowercased() == name.lowercased() }) {
+                try checkType(value, for: column, in: table)
+                known[column.name] = value
+            } else {
+                unknown[name] = value
+            }
+        }
+        if !unknown.isEmpty {
+            var later = change
+            later.operation = .update
+            later.columns = unknown
+            try stash(
+                later,
+                reason: "columns \(unknown.keys.sorted()) are not in schema \(schema.version?.description ?? "")", db)
+            outcome.stashed += 1
+        }
+        let tableID = try trackedTableID(table.name, db)
+        let loggedKey = Self.loggedKey(keyValues)
+        let site = try siteNumber(change.siteID, db)
+        let incoming = Version(clock: change.clock, siteID: change.siteID)
+        let rowExists = try existingRow(table.name, keyColumns, keyValues, db)
+
+        let created = try version(tableID, loggedKey, "", db)
+        let deleted = try version(tableID, loggedKey, "-", db)
+        // A row is deleted while its newest tombstone is newer than its newest creation.
+        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
+        switch change.operation {
+        case .delete:
+            // Delete wins over updates of the row; only a newer insert brings it back.
+            guard incoming > (created ?? .oldest), incoming > (deleted ?? .oldest) else {
+                outcome.superseded += 1
+                return
+            }
+            if rowExists { try db.execute(rowSQL("DELETE FROM", table.name, keyColumns, keyValues, set: [:])) }
+            try recordVersion(tableID, loggedKey, "-", change.clock, site, db)
+            outcome.applied += 1
+        case .insert, .update:
+            if change.operation == .update, isDeleted {
+                outcome.superseded += 1
+                return
+            }
+            if change.operation == .insert, let deleted, deleted > incoming {
+                outcome.superseded += 1
+                return
+            }
+            if !rowExists {
+                guard change.operation == .insert else {
+                    try stash(change, reason: "row not present yet", db)
+                    outcome.stashed += 1
+                    return
+                }
+                var values = known
+                for (key, value) in zip(keyColumns, keyValues) { values[key] = value }
+                let names = values.keys.sorted()
+                var sql = SQL(sql: "INSERT INTO main.\(quoteIdentifier(table.name)) (")
+                sql = sql + SQL(sql: names.map(quoteIdentifier).joined(separator: ", ") + ") VALUES (")
+                for (index, name) in names.enumerated() { sql = sql + (index == 0 ? "" : ", ") + "\(values[name]!)" }
+                try db.execute(sql + ")")
+                try recordVersion(tableID, loggedKey, "", change.clock, site, db)
+                outcome.applied += 1
+                return
+            }
+            if change.operation == .insert,
+                incoming > (try version(tableID, loggedKey, "", db) ?? .oldest)
+            {
+                try recordVersion(tableID, loggedKey, "", change.clock, site, db)
+            }
+            var winners: [String: DatabaseValue] = [:]
+            for (name, value) in known where !keyColumns.contains(name) {
+                if let local = try version(tableID, loggedKey, name, db) {
+                    if incoming > local { winners[name] = value }
+                } else if incoming >= (created ?? .oldest) {
+                    // No change of this column yet: the row's creation dates it. The same version
+                    // is the same change, e.g. a column of an insert that waited in the stash for
+                    // the migration that added the column.
+                    winners[name] = value
+                }
+            }
+            guard !winners.isEmpty else {
+                outcome.superseded += 1
+                return
+            }
+            try db.execute(rowSQL("UPDATE", table.name, keyColumns, keyValues, set: winners))
+            for name in winners.keys { try recordVersion(tableID, loggedKey, name, change.clock, site, db) }
+            outcome.applied += 1
+        }
+    }
+
+    /// A clock and the site that issued it: the order last-writer-wins uses.
+    struct Version: Comparable {
+        static let oldest = Version(clock: .zero, siteID: Data())
+        var clock: HybridTimestamp
+        var siteID: Data
+        static func < (lhs: Version, rhs: Version) -> Bool {
+            lhs.clock != rhs.clock ? lhs.clock < rhs.clock : lhs.siteID.lexicographicallyPrecedes(rhs.siteID)
+        }
+    }
+
+    static func loggedKey(_ values: [DatabaseValue]) -> DatabaseValue {
+        values.count == 1 ? values[0] : .text(values.map(\.sqlLiteral).joined(separator: ","))
+    }
+
+    private func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> Version? {
+        guard
+            let row = try db.fetchOne(
+                """
+                SELECT c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
+                LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+                WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = \(column)
+                """)
+        else { return nil }
+        return Version(
+            clock: HybridTimestamp(packed: try row.decode(at: 0)) ?? .zero,
+            siteID: try row.decode(Data?.self, at: 1) ?? identity.siteID)
+    }
+
+    private func recordVersion(
+        _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
+    ) throws {
+        try db.execute(
+            """
+            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
+            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site), NULL)
+            ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = excluded.site, seq = NULL
+            """)
+    }
+
+    private func trackedTableID(_ name: String, _ db: Database) throws -> Int {
+        try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_tables (name) VALUES (\(name))")
+        return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)") ?? 0
+    }
+
+    private func siteNumber(_ siteID: Data, _ db: Database) throws -> Int {
+        if siteID == identity.siteID { return 0 }
+        try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_sites (siteID) VALUES (\(siteID))")
+        return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_sites WHERE siteID = \(siteID)") ?? 0
+    }
+
+    private func existingRow(_ table: String, _ keys: [String], _ values: [DatabaseValue], _ db: Database) throws
+        -> Bool
+    {
+        try db.fetchOne(rowSQL("SELECT 1 FROM", table, keys, values, set: [:])) != nil
+    }
+
+    /// `VERB main."table" [SET …] WHERE key = ? AND …`, names quoted (they come from the declared
+    /// schema), values bound.
+    private func rowSQL(
+        _ verb: String, _ table: String, _ keys: [String], _ keyValues: [DatabaseValue], set: [String: DatabaseValue]
+    ) -> SQL {
+        var sql = SQL(sql: "\(verb == "UPDATE" ? "UPDATE" : verb) main.\(quoteIdentifier(table))")
+        if !set.isEmpty {
+            sql = sql + " SET "
+            for (index, name) in set.keys.sorted().enumerated() {
+                sql = sql + (index == 0 ? "" : ", ") + "\(identifier: name) = \(set[name]!)"
+            }
+        }
+        sql = sql + " WHERE "
+        for (index, (key, value)) in zip(keys, keyValues).enumerated() {
+            sql = sql + (index == 0 ? "" : " AND ") + "\(identifier: key) = \(value)"
+        }
+        return sql
+    }
+
+    private func checkType(_ value: DatabaseValue, for column: Column, in table: TableDefinition) throws {
+        guard table.options.contains(.strict) else { return }
+        let fits: Bool
+        switch (column.type, value) {
+        case (_, .null): fits = true
+        case (.any, _): fits = true
+        case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): fits = true
+        default: fits = false
+        }
+        guard fits else {
+            throw ChangeLogError(
+                .invalidChange, table: table.name,
+                "column \(column.name) is \(column.type) in a STRICT table; the change carries \(value.storageClass)")
+        }
+    }
+
+    func stash(_ change: RemoteChange, reason: String, _ db: Database) throws {
+        let json = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
+        try db.execute(
+            "INSERT INTO ostore_meta.ostore_stash (tableName, reason, change) VALUES (\(change.table), \(reason), \(json))"
+        )
+    }
+
+    /// Children left without their parent: deleted when the parent was deleted (the tombstone is
+    /// known), stashed until it arrives otherwise.
+    private func resolveOrphans(_ db: Database, outcome: inout ApplyOutcome) throws {
+        for table in schema.tables where table.sync == .synced {
+            let foreignKeys = table.foreignKeys + table.columns.compactMap(\.reference)
+            let keyColumns = ChangeTracker.keyColumns(of: table)
+            for foreignKey in foreignKeys {
+                let child = quoteIdentifier(table.name)
+                let parent = quoteIdentifier(foreignKey.parentTable)
+                let notNull = foreignKey.columns.map { "c.\(quoteIdentifier($0)) IS NOT NULL" }.joined(
+                    separator: " AND ")
+                let match = zip(foreignKey.columns, foreignKey.parentColumns).map {
+                    "p.\(quoteIdentifier($1)) = c.\(quoteIdentifier($0))"
+                }.joined(separator: " AND ")
+                let orphans = try db.fetchAll(
+                    SQL(
+                        sql: "SELECT \(keyColumns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ")), "
+                            + "\(foreignKey.columns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ")) "
+                            + "FROM main.\(child) AS c WHERE \(notNull) AND NOT EXISTS "
+                            + "(SELECT 1 FROM main.\(parent) AS p WHERE \(match))"))
+                guard !orphans.isEmpty, let parentTable = schema.table(named: foreignKey.parentTable) else { continue }
+                let parentID = try trackedTableID(parentTable.name, db)
+                let childID = try trackedTableID(table.name, db)
+                for orphan in orphans {
+                    let childKey = try (0..<keyColumns.count).map { try orphan.decode(DatabaseValue.self, at: $0) }
+                    let parentKey = try (keyColumns.count..<orphan.count).map {
+                        try orphan.decode(DatabaseValue.self, at: $0)
+                    }
+                    let row = try db.fetchOne(rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
+                    try db.execute(rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
+                    if let deleted = try version(parentID, Self.loggedKey(parentKey), "-", db) {
+                        try recordVersion(childID, Self.loggedKey(childKey), "-", deleted.clock, 0, db)
+                        outcome.applied += 1
+                    } else if let row {
+                        var values: [String: DatabaseValue] = [:]
+                        for (index, name) in row.columnNames.enumerated() {
+                            let value: DatabaseValue = try row.decode(at: index)
+                            values[name] = value
+                        }
+                        let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
+                        try stash(
+                            RemoteChange(
+                                table: table.name,
+                                primaryKey: Dictionary(uniqueKeysWithValues: zip(keyColumns, childKey)),
+                                operation: .insert, columns: values, clock: created.clock,
+                                siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
+                            reason: "parent row in \(parentTable.name) not present yet", db)
+                        try db.execute(
+                            "DELETE FROM ostore_meta.ostore_changes WHERE tableID = \(childID) AND pk = \(Self.loggedKey(childKey))"
+                        )
+                        outcome.stashed += 1
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies what the stash holds that this schema (or the rows now present) can take; what still
+    /// cannot be applied goes back to the stash. Run after every migration.
+    public func applyStash(_ db: Database) throws -> ApplyOutcome {
+        let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
+        guard !rows.isEmpty else { return ApplyOutcome() }
+        var changes: [RemoteChange] = []
+        for row in rows {
+            let json: String = try row.decode(at: 1)
+            changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+        }
+        try db.execute("DELETE FROM ostore_meta.ostore_stash")
+        var outcome = try applyBatch(changes, to: db)
+        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+        return outcome
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import Testing
+
+/// Two stores of the Reminders app that exchange changes by hand, as the sync engine will.
+private struct Peer {
+    let db: Database
+    let log: ChangeLog
+
+    init(_ directory: TemporaryDirectory, _ name: String, plan: any MigrationPlan.Type = RemindersMigrationPlan.self)
+        throws
+    {
+        db = try Database(path: directory.path(name))
+        log = try ChangeLog.open(db, migrator: try Migrator(plan: plan))
+    }
+
+    /// Everything not pushed yet, as another site receives it; marks it pushed.
+    func push() throws -> [RemoteChange] {
+        let pending = try log.pendingChanges(db, limit: 10_000)
+        if let last = pending.last { try log.markPushed(db, upTo: last.sequence) }
+        return pending.map { RemoteChange($0, siteID: log.identity.siteID) }
+    }
+
+    func rows(_ sql: SQL) throws -> [String] { try db.fetchAll(String.self, sql) }
+}
+
+@Suite("Applying changes from other sites")
+struct RemoteApplyTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory() }
+
+    @Test func changesArriveWithoutEchoAndBothSitesConverge() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID, priority) VALUES ('R', 'Milk', 'L', 2)")
+        let outcome = try bob.log.apply(try alice.push(), to: bob.db)
+        #expect(outcome.applied == 2 && outcome.rejected.isEmpty)
+        #expect(try bob.rows("SELECT title || priority FROM reminders") == ["Milk2"])
+        #expect(try bob.log.pendingCount(bob.db) == 0)  // applied changes are not recorded again
+
+        // Concurrent edits of different columns both survive; of the same column the later wins.
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        try bob.db.execute("UPDATE reminders SET priority = 5 WHERE id = 'R'")
+        try bob.db.execute("UPDATE reminders SET title = 'Soy milk' WHERE id = 'R'")  // later clock
+        let fromAlice = try alice.push()
+        let fromBob = try bob.push()
+        _ = try bob.log.apply(fromAlice, to: bob.db)
+        _ = try alice.log.apply(fromBob, to: alice.db)
+        let sql: SQL = "SELECT title || '/' || priority FROM reminders"
+        #expect(try alice.rows(sql) == ["Soy milk/5"])
+        #expect(try bob.rows(sql) == ["Soy milk/5"])
+        // Re-applying a batch changes nothing (idempotent).
+        let again = try alice.log.apply(fromBob, to: alice.db)
+        #expect(again.applied == 0)
+    }
+
+    @Test func aDeleteWinsOverConcurrentUpdatesOnBothSites() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        _ = try bob.log.apply(try alice.push(), to: bob.db)
+        try bob.db.execute("UPDATE remindersLists SET name = 'House' WHERE id = 'L'")
+        try alice.db.execute("DELETE FROM remindersLists WHERE id = 'L'")
+        let fromAlice = try alice.push()
+        let fromBob = try bob.push()
+        _ = try alice.log.apply(fromBob, to: alice.db)
+        _ = try bob.log.apply(fromAlice, to: bob.db)
+        #expect(try alice.db.count("remindersLists") == 0)
+        #expect(try bob.db.count("remindersLists") == 0)
+    }
+
+    @Test func aChildBeforeItsParentWaitsInTheStashAndAChildOfADeletedParentGoes() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'L')")
+        let batch = try alice.push()
+        let childFirst = try bob.log.apply(batch.filter { $0.table == "reminders" }, to: bob.db)
+        #expect(childFirst.stashed == 1)
+        #expect(try bob.db.count("reminders") == 0)
+        let parentLater = try bob.log.apply(batch.filter { $0.table == "remindersLists" }, to: bob.db)
+        #expect(parentLater.stashed == 0)
+        #expect(try bob.rows("SELECT title FROM reminders") == ["Milk"])
+        #expect(try bob.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+
+        // Alice deletes the list (cascading locally); Bob meanwhile adds a reminder to it.
+        try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R2', 'Bread', 'L')")
+        try alice.db.execute("DELETE FROM remindersLists WHERE id = 'L'")
+        let fromBob = try bob.push()
+        let fromAlice = try alice.push()
+        _ = try bob.log.apply(fromAlice, to: bob.db)
+        _ = try alice.log.apply(fromBob, to: alice.db)
+        for peer in [alice, bob] {
+            #expect(try peer.db.count("reminders") == 0)
+            #expect(try peer.db.count("remindersLists") == 0)
+            #expect(try peer.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+        }
+    }
+
+    @Test func badChangesAreRejectedWithTheReasonAndTheRestApplies() throws {
+        let bob = try Peer(directory, "bob.sqlite")
+        let site = Data(repeating: 7, count: 16)
+        let now = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+        let good = RemoteChange(
+            table: "remindersLists", primaryKey: ["id": .text("L")], operation: .insert,
+            columns: ["id": .text("L"), "name": .text("Home")], clock: now, siteID: site)
+        var wrongType = good
+        wrongType.primaryKey = ["id": .text("L2")]
+        wrongType.columns = ["id": .text("L2"), "name": .integer(5)]
+        var badKey = good
+        badKey.primaryKey = ["name": .text("x")]
+        var shortSite = good
+        shortSite.siteID = Data([1, 2])
+        var future = good
+        future.clock = HybridTimestamp(milliseconds: now.milliseconds + 3_600_000, counter: 0)
+        var injected = good
+        injected.primaryKey = ["id\"; DROP TABLE reminders; --": .text("x")]
+        let outcome = try bob.log.apply([wrongType, badKey, shortSite, future, injected, good], to: bob.db)
+        #expect(outcome.applied == 1)
+        #expect(outcome.rejected.map(\.index) == [0, 1, 2, 3, 4])
+        #expect(outcome.rejected[0].reason.contains("STRICT"))
+        #expect(outcome.rejected[3].reason.contains("ahead"))
+        #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
+        #expect(try bob.db.tableExists("reminders"))
+    }
+
+    @Test func columnsAndTablesOfANewerVersionWaitInTheStashUntilAMigrationAddsThem() throws {
+        let newer = try Peer(directory, "newer.sqlite", plan: NotesPlan.self)
+        let older = try Database(path: directory.path("older.sqlite"))
+        let olderLog = try ChangeLog.open(older, migrator: try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0"))
+        try newer.db.execute("INSERT INTO notes (id, body, pinned) VALUES ('n', 'hello', 1)")
+        try newer.db.execute("INSERT INTO folders (id) VALUES ('f')")
+        let outcome = try olderLog.apply(try newer.push(), to: older)
+        #expect(outcome.rejected.isEmpty)
+        #expect(outcome.stashed == 2)  // the pinned column, the folders row
+        #expect(try older.scalar(String.self, "SELECT body FROM notes") == "hello")
+
+        let upgraded = try ChangeLog.open(older, migrator: try Migrator(plan: NotesPlan.self))
+        #expect(try older.scalar(Int.self, "SELECT pinned FROM notes WHERE id = 'n'") == 1)
+        #expect(try older.count("folders") == 1)
+        #expect(try upgraded.pendingCount(older) == 0)
+        #expect(try older.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
+    }
+}
