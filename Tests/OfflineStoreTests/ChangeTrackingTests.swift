@@ -149,6 +149,34 @@ struct ChangeTrackingTests {
         #expect(refused?.table == "counters")
     }
 
+    @Test func observersHearEachCommittedTransactionWithItsRowsOnce() throws {
+        let (db, log) = try openReminders()
+        let heard = Locked<[[String]]>([])
+        log.observeCommits(on: db) { changes in
+            let keys = changes.map {
+                "\($0.table):\($0.primaryKey.values.map { "\($0)" }.sorted().joined(separator: ","))"
+            }
+            heard.withLock { $0.append(keys.sorted()) }
+        }
+        try db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x'), ('B', 'y')")
+            try db.execute("UPDATE remindersLists SET name = 'z' WHERE id = 'A'")
+        }
+        try? db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'x')")
+            throw CancellationError()
+        }
+        try db.withoutRecordingChanges { db in try db.execute("DELETE FROM remindersLists WHERE id = 'B'") }
+        try db.execute("DELETE FROM remindersLists WHERE id = 'A'")
+        #expect(
+            heard.value == [
+                ["remindersLists:text(\"A\")", "remindersLists:text(\"B\")"], ["remindersLists:text(\"A\")"],
+            ])
+        log.stopObservingCommits(on: db)
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('D', 'x')")
+        #expect(heard.value.count == 2)
+    }
+
     @Test func clocksKeepGrowingAcrossReopens() throws {
         let first: HybridTimestamp
         do {

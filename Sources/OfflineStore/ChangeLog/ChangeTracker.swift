@@ -24,6 +24,13 @@ public enum ChangeTracker {
         try db.add(
             function: DatabaseFunction("ostore_recording", argumentCount: 0) { _ in recording.isOn })
         try db.add(function: DatabaseFunction("ostore_clock", argumentCount: 0) { _ in clock.now().packed })
+        try db.add(
+            function: DatabaseFunction("ostore_observe", argumentCount: 2) { arguments in
+                if recording.observedKeys != nil, case .text(let table) = arguments[0] {
+                    recording.observedKeys?.append((table, arguments[1]))
+                }
+                return nil
+            })
         let meta = quoteIdentifier(Metadatabase.schemaName)
         try db.transaction { db in
             let existing = try db.fetchAll(
@@ -76,6 +83,8 @@ public enum ChangeTracker {
         }
         let name = { (event: String) in quoteIdentifier(triggerPrefix + table.name + "_" + event) }
         let keyChanged = "\(newKey) IS NOT \(oldKey)"
+        let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
+        let observe = { (key: String) in "SELECT ostore_observe(\(tableLiteral), \(key));" }
         let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
         var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
         if !valueColumns.isEmpty {
@@ -96,18 +105,22 @@ public enum ChangeTracker {
             CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
             BEGIN
             \(record(newKey, "''", where: "1"))
+            \(observe(newKey))
             END
             """,
             """
             CREATE TEMP TRIGGER \(name("update")) AFTER UPDATE ON \(target) WHEN ostore_recording()
             BEGIN
             \(updateBody)
+            \(observe(newKey))
+            SELECT ostore_observe(\(tableLiteral), \(oldKey)) WHERE \(keyChanged);
             END
             """,
             """
             CREATE TEMP TRIGGER \(name("delete")) AFTER DELETE ON \(target) WHEN ostore_recording()
             BEGIN
             \(record(oldKey, "'-'", where: "1"))
+            \(observe(oldKey))
             END
             """,
         ]

@@ -8,6 +8,9 @@
 /// the type is Sendable only because SQL function bodies must be.
 final class ChangeRecordingSwitch: @unchecked Sendable {
     var isOn = true
+    /// Keys written in the current transaction, collected for commit observers; nil when nobody
+    /// observes this connection.
+    var observedKeys: [(table: String, key: DatabaseValue)]?
 }
 
 extension Database {
