@@ -222,7 +222,7 @@ extension ChangeLog {
             """)
     }
 
-    private func trackedTableID(_ name: String, _ db: Database) throws -> Int {
+    func trackedTableID(_ name: String, _ db: Database) throws -> Int {
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_tables (name) VALUES (\(name))")
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)") ?? 0
     }

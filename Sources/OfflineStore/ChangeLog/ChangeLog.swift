@@ -30,6 +30,7 @@ public struct ChangeLog: Sendable {
         let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
         try ChangeTracker.install(on: db, schema: schema, clock: clock)
         let log = ChangeLog(identity: identity, clock: clock, schema: schema)
+        try log.reconcileCoverage(db)
         // A migration may have added the tables and columns stashed changes were waiting for.
         _ = try log.applyStash(db)
         return log

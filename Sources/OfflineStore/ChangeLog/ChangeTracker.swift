@@ -32,6 +32,7 @@ public enum ChangeTracker {
                 return nil
             })
         let meta = quoteIdentifier(Metadatabase.schemaName)
+        try LogCoverage.installPermanentTriggers(on: db, schema: schema)
         try db.transaction { db in
             let existing = try db.fetchAll(
                 String.self,
@@ -85,6 +86,11 @@ public enum ChangeTracker {
         let keyChanged = "\(newKey) IS NOT \(oldKey)"
         let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
         let observe = { (key: String) in "SELECT ostore_observe(\(tableLiteral), \(key));" }
+        // The log's newest sequence number, written into the user's file in the same transaction:
+        // if the process dies after `main` commits and before the metadatabase does, the open
+        // finds this watermark ahead of the log (see LogCoverage).
+        let watermark =
+            "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes WHERE seq IS NOT NULL);"
         let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
         var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
         if !valueColumns.isEmpty {
@@ -114,6 +120,7 @@ public enum ChangeTracker {
             \(updateBody)
             \(observe(newKey))
             SELECT ostore_observe(\(tableLiteral), \(oldKey)) WHERE \(keyChanged);
+            \(watermark)
             END
             """,
             """
@@ -121,6 +128,7 @@ public enum ChangeTracker {
             BEGIN
             \(record(oldKey, "'-'", where: "1"))
             \(observe(oldKey))
+            \(watermark)
             END
             """,
         ]

@@ -1,0 +1,174 @@
+/// Makes sure every committed row change of a synced table is in the change log, even when the
+/// TEMP triggers did not see it:
+///
+/// - **Writes by another program** (the `sqlite3` shell, another tool) fire no TEMP trigger.
+///   Permanent triggers in the user's file, written in built-in SQL only so they run everywhere,
+///   note the key of every row written on a connection without the metadatabase attached in
+///   `ostore_unlogged` (a permanent trigger cannot see TEMP triggers, but it can see
+///   `pragma_database_list`; ``ChangeLog/open(_:migrator:)`` attaches and installs tracking together).
+/// - **Two files, one commit.** A transaction that writes `main` and the metadatabase commits
+///   each file on its own (SQLite's ATTACH documentation); a process killed between the two
+///   leaves a data change with no log entry. Each tracked write also stores the log's newest
+///   sequence number in `main.ostore_log_watermark`, in the user's file; a watermark ahead of
+///   the log at open means a lost log transaction.
+///
+/// Reconciliation records what is missing: each noted row is recorded as inserted (with its
+/// current values when pushed) or deleted, and after a lost log transaction every row of every
+/// synced table is recorded again and rows the log thinks exist but do not are recorded as
+/// deleted. Re-recording a row can only make a value this store holds win again; it never
+/// loses one. See <https://www.sqlite.org/lang_attach.html>.
+enum LogCoverage {
+    static let unloggedTable = "ostore_unlogged"
+    static let watermarkTable = "ostore_log_watermark"
+
+    /// Creates the bookkeeping tables and the permanent triggers in the user's file.
+    static func installPermanentTriggers(on db: Database, schema: SchemaSnapshot) throws {
+        try db.executeScript(
+            """
+            CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
+                tableName TEXT NOT NULL, pk ANY NOT NULL, PRIMARY KEY (tableName, pk)) STRICT, WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS main.\(watermarkTable) (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER) STRICT;
+            INSERT OR IGNORE INTO main.\(watermarkTable) (id, seq) VALUES (1, NULL);
+            """)
+        for table in schema.tables where table.sync == .synced {
+            let keys = ChangeTracker.keyColumns(of: table)
+            let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
+            for (event, row) in [("insert", "NEW"), ("update", "NEW"), ("delete", "OLD")] {
+                var body =
+                    "INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
+                    + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: row)));"
+                if event == "update" {
+                    body +=
+                        " INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
+                        + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: "OLD")));"
+                }
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER IF NOT EXISTS main.\(quoteIdentifier("ostore_unlogged_" + table.name + "_" + event))
+                        AFTER \(event.uppercased()) ON \(quoteIdentifier(table.name))
+                        WHEN NOT EXISTS (SELECT 1 FROM pragma_database_list WHERE name = 'ostore_meta')
+                        BEGIN \(body) END
+                        """)
+            }
+        }
+    }
+}
+
+/// What ``ChangeLog/reconcileCoverage(_:forceRescan:)`` found and recorded.
+public struct CoverageReport: Sendable, Hashable {
+    /// Rows written outside the store (no TEMP triggers) that were recorded now.
+    public var unloggedRows = 0
+    /// Whether the log had lost a transaction (or the metadatabase was new) and every row was
+    /// recorded again.
+    public var rescanned = false
+    /// Rows recorded by the rescan (re-recorded or recorded as deleted).
+    public var rescannedRows = 0
+}
+
+extension ChangeLog {
+    /// Records in the log every committed row change it does not cover: rows written by other
+    /// programs, and after a lost log transaction (or a recreated metadatabase, or `forceRescan`,
+    /// which `ostore rescan` uses) every row. ``open(_:migrator:)`` runs it.
+    @discardableResult
+    public func reconcileCoverage(_ db: Database, forceRescan: Bool = false) throws -> CoverageReport {
+        try db.withoutRecordingChanges { db in
+            try db.transaction(.immediate) { db in
+                var report = CoverageReport()
+                let watermark = try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark WHERE id = 1")
+                let logged = try newestSequence(db)
+                let lostLogTransaction = (watermark ?? 0) > (logged ?? 0)
+                let rescan =
+                    forceRescan || lostLogTransaction
+                    || (identity.state == .metadatabaseRecreated && logged == nil)
+                if rescan {
+                    report.rescanned = true
+                    report.rescannedRows = try rescanAll(db)
+                    try db.execute("DELETE FROM main.ostore_unlogged")
+                } else {
+                    report.unloggedRows = try recordUnlogged(db)
+                }
+                try db.execute(
+                    "UPDATE main.ostore_log_watermark SET seq = \(try newestSequence(db)) WHERE id = 1")
+                return report
+            }
+        }
+    }
+
+    /// Whether the log covers every committed change: nothing written outside the store waits,
+    /// and the watermark in the user's file is not ahead of the log.
+    public func coversEveryChange(_ db: Database) throws -> Bool {
+        let unlogged = try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_unlogged") ?? 0
+        let watermark = try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark WHERE id = 1") ?? 0
+        let logged = try newestSequence(db) ?? 0
+        return unlogged == 0 && watermark <= logged
+    }
+
+    private func newestSequence(_ db: Database) throws -> Int64? {
+        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL")
+    }
+
+    private func recordUnlogged(_ db: Database) throws -> Int {
+        let rows = try db.fetchAll("SELECT tableName, pk FROM main.ostore_unlogged")
+        for row in rows {
+            let tableName: String = try row.decode(at: 0)
+            let key: DatabaseValue = try row.decode(at: 1)
+            guard let table = schema.table(named: tableName), table.sync == .synced else { continue }
+            let keyColumns = ChangeTracker.keyColumns(of: table)
+            let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
+            var exists: SQL = "SELECT 1 FROM main.\(identifier: table.name) WHERE "
+            for (index, (column, value)) in zip(keyColumns, keyValues).enumerated() {
+                exists = exists + (index == 0 ? "" : " AND ") + "\(identifier: column) = \(value)"
+            }
+            let marker = try db.fetchOne(exists) == nil ? "-" : ""
+            try recordLocal(db, table: table.name, key: key, marker: marker)
+        }
+        try db.execute("DELETE FROM main.ostore_unlogged")
+        return rows.count
+    }
+
+    /// Records every row of every synced table as inserted now, and every row the log believes
+    /// exists but the table lacks as deleted.
+    private func rescanAll(_ db: Database) throws -> Int {
+        var recorded = 0
+        for table in schema.tables where table.sync == .synced {
+            let keyColumns = ChangeTracker.keyColumns(of: table)
+            let key = ChangeTracker.keyExpression(keyColumns, row: "t")
+            let tableID = try trackedTableID(table.name, db)
+            let rows = try db.fetchAll(
+                SQL(sql: "SELECT \(key) FROM main.\(quoteIdentifier(table.name)) AS t"))
+            for row in rows {
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "")
+                recorded += 1
+            }
+            let vanished = try db.fetchAll(
+                SQL(
+                    sql: """
+                        SELECT c.pk FROM ostore_meta.ostore_changes AS c
+                        WHERE c.tableID = ? AND c.columnName = ''
+                          AND NOT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(table.name)) AS t WHERE \(key) = c.pk)
+                          AND NOT EXISTS (SELECT 1 FROM ostore_meta.ostore_changes AS d
+                                          WHERE d.tableID = c.tableID AND d.pk = c.pk AND d.columnName = '-'
+                                            AND d.clock > c.clock)
+                        """, arguments: [.integer(Int64(tableID))]))
+            for row in vanished {
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "-")
+                recorded += 1
+            }
+        }
+        return recorded
+    }
+
+    private func recordLocal(_ db: Database, table: String, key: DatabaseValue, marker: String) throws {
+        try recordLocal(db, tableID: try trackedTableID(table, db), key: key, marker: marker)
+    }
+
+    private func recordLocal(_ db: Database, tableID: Int, key: DatabaseValue, marker: String) throws {
+        try db.execute(
+            """
+            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
+            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0,
+                (SELECT ifnull(max(seq), 0) + 1 FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL))
+            ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq
+            """)
+    }
+}

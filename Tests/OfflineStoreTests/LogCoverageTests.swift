@@ -1,0 +1,123 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import Testing
+
+@Suite("Change log coverage")
+struct LogCoverageTests {
+    let directory: TemporaryDirectory
+    let path: String
+    init() throws {
+        directory = try TemporaryDirectory()
+        path = directory.path("reminders.sqlite")
+    }
+
+    func open() throws -> (Database, ChangeLog) {
+        let db = try Database(path: path)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        return (db, log)
+    }
+
+    func pendingSummary(_ db: Database, _ log: ChangeLog) throws -> [String] {
+        try log.pendingChanges(db, limit: 1_000).map { change in
+            "\(change.operation.rawValue) \(change.table) \(change.primaryKey.values.map { "\($0)" }.joined())"
+        }.sorted()
+    }
+
+    func checkpointAndClose(_ db: Database) throws {
+        try db.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
+        try db.execute("PRAGMA ostore_meta.wal_checkpoint(TRUNCATE)")
+        try db.close()
+    }
+
+    @Test func writesMadeWithTheSqlite3ShellAreRecordedAtTheNextOpen() throws {
+        do {
+            let (db, log) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('keep', 'x'), ('gone', 'y')")
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try checkpointAndClose(db)
+        }
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [
+            path,
+            """
+            INSERT INTO remindersLists (id, name) VALUES ('new', 'z');
+            UPDATE remindersLists SET name = 'changed' WHERE id = 'keep';
+            DELETE FROM remindersLists WHERE id = 'gone';
+            """,
+        ]
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+
+        let (db, log) = try open()
+        #expect(try log.coversEveryChange(db))
+        #expect(
+            try pendingSummary(db, log) == [
+                "delete remindersLists text(\"gone\")", "insert remindersLists text(\"keep\")",
+                "insert remindersLists text(\"new\")",
+            ])
+        let keep = try #require(try log.pendingChanges(db).first { $0.primaryKey["id"] == .text("keep") })
+        #expect(keep.columns["name"] == .text("changed"))
+    }
+
+    @Test func aLogTransactionLostAfterTheDataCommittedIsRecoveredByARescan() throws {
+        let backup = directory.path("meta-backup")
+        do {
+            let (db, _) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+            try checkpointAndClose(db)
+        }
+        try FileManager.default.copyItem(atPath: path + "-ostore-meta", toPath: backup)
+        do {
+            let (db, _) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'y')")
+            try db.execute("DELETE FROM remindersLists WHERE id = 'A'")
+            try checkpointAndClose(db)
+        }
+        // The metadatabase as if the process died after `main` committed and before it did.
+        try FileManager.default.removeItem(atPath: path + "-ostore-meta")
+        try FileManager.default.copyItem(atPath: backup, toPath: path + "-ostore-meta")
+
+        let db = try Database(path: path)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        #expect(try log.coversEveryChange(db))
+        #expect(
+            try pendingSummary(db, log) == ["delete remindersLists text(\"A\")", "insert remindersLists text(\"B\")"])
+    }
+
+    @Test func aPurgedMetadatabaseRecordsEveryRowAgainAndAPurgedDatabaseInventsNoDeletes() throws {
+        do {
+            let (db, log) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x'), ('B', 'y')")
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try checkpointAndClose(db)
+        }
+        try FileManager.default.removeItem(atPath: path + "-ostore-meta")
+        do {
+            let (db, log) = try open()
+            #expect(log.identity.state == .metadatabaseRecreated)
+            #expect(
+                try pendingSummary(db, log) == [
+                    "insert remindersLists text(\"A\")", "insert remindersLists text(\"B\")",
+                ])
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try checkpointAndClose(db)
+        }
+        try FileManager.default.removeItem(atPath: path)
+        let (db, log) = try open()
+        #expect(log.identity.state == .databaseRecreated)
+        #expect(try pendingSummary(db, log).isEmpty)
+        #expect(try log.coversEveryChange(db))
+    }
+
+    @Test func aForcedRescanRecordsEveryRow() throws {
+        let (db, log) = try open()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+        try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+        let report = try log.reconcileCoverage(db, forceRescan: true)
+        #expect(report.rescanned && report.rescannedRows == 1)
+        #expect(try pendingSummary(db, log) == ["insert remindersLists text(\"A\")"])
+    }
+}
