@@ -50,6 +50,11 @@ let package = Package(
             dependencies: ["OfflineStore", "RemindersModel"],
             path: "Samples/Reminders"
         ),
+        // The child process the change-log crash test kills; not a user tool.
+        .executableTarget(
+            name: "ostore-crash-writer",
+            dependencies: ["OfflineStore", "RemindersModel"]
+        ),
         .testTarget(
             name: "OfflineStoreTests",
             dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel"]

@@ -112,6 +112,7 @@ public enum ChangeTracker {
             BEGIN
             \(record(newKey, "''", where: "1"))
             \(observe(newKey))
+            \(watermark)
             END
             """,
             """
