@@ -40,7 +40,7 @@ let package = Package(
             dependencies: ["OfflineStore"],
             path: "Samples/RemindersModel"
         ),
-        // The command-line tool: `ostore lint`, `status`, `check`; one file per command.
+        // The command-line tool: `ostore lint`, `status`, `check`, `log`; one file per command.
         .executableTarget(
             name: "ostore",
             dependencies: ["OfflineStore"]

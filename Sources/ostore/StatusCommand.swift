@@ -2,11 +2,13 @@ import Foundation
 import OfflineStore
 
 /// `ostore status --db PATH [--json]`: the schema version, applied and pending stages with their
-/// checksums, and the fingerprints, read from the migration ledger without the app's code.
+/// checksums, and the fingerprints, read from the migration ledger without the app's code; and the
+/// store and site ids and the count of changes waiting to be pushed, read from the metadatabase.
 enum StatusCommand: Command {
     static let name = "status"
     static let synopsis = "--db PATH [--json]"
-    static let summary = "Show a database's schema version, applied and pending migration stages, and fingerprint."
+    static let summary =
+        "Show a database's schema version, migration stages, fingerprint, and change-log identity and queue."
     static let options = [
         CommandOption(name: "--db", valueName: "PATH", help: "the database (opened read-only)"),
         CommandOption(name: "--json", valueName: nil, help: "print one JSON object instead of text"),
@@ -17,8 +19,9 @@ enum StatusCommand: Command {
         equal when the file matches its version.
 
         JSON keys: schemaVersion (null for a database without ledger), fingerprint, structureFingerprint,
-        liveStructureFingerprint, appliedStages, pendingStages. Pending stages come from the plan the app
-        last migrated with.
+        liveStructureFingerprint, appliedStages, pendingStages, storeID, siteID (hex), pendingChanges
+        (the last three null for a database without metadatabase, PATH-ostore-meta). Pending stages come
+        from the plan the app last migrated with; pending changes are local changes not yet pushed.
 
         exit status: 0 ok, 2 usage error or unreadable database
         """
@@ -30,21 +33,24 @@ enum StatusCommand: Command {
             return .failure
         }
         let status: MigrationStatus
+        let changeLog: ChangeLogSummary?
         do {
-            status = try MigrationStatus.read(from: try Database.openReadOnly(path))
+            let db = try Database.openReadOnly(path)
+            status = try MigrationStatus.read(from: db)
+            changeLog = try ChangeLogReader.summary(in: db)
         } catch {
             Console.error("ostore status: cannot read \(path): \(error)")
             return .failure
         }
         if arguments.flags.contains("--json") {
-            Console.output(json(status))
+            Console.output(json(status, changeLog))
         } else {
-            Console.output(text(status, path: path))
+            Console.output(text(status, changeLog, path: path))
         }
         return .success
     }
 
-    private static func text(_ status: MigrationStatus, path: String) -> String {
+    private static func text(_ status: MigrationStatus, _ changeLog: ChangeLogSummary?, path: String) -> String {
         var lines = [
             "database:         \(path)",
             "schema version:   \(status.schemaVersion?.description ?? "none (no migration ledger)")",
@@ -72,6 +78,15 @@ enum StatusCommand: Command {
                 "  \(stage.position)  \(label(stage.fromVersion, stage.toVersion, stage.kind))  "
                     + "checksum \(stage.checksum.prefix(16))…")
         }
+        if let changeLog {
+            lines += [
+                "store id:         \(changeLog.storeID)",
+                "site id:          \(changeLog.siteID)",
+                "pending changes:  \(changeLog.pendingChanges)",
+            ]
+        } else {
+            lines.append("store id:         none (no metadatabase: the change log was never opened)")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -79,7 +94,7 @@ enum StatusCommand: Command {
         "\(from.map { "\($0) → " } ?? "create ")\(to) (\(kind))"
     }
 
-    private static func json(_ status: MigrationStatus) -> String {
+    private static func json(_ status: MigrationStatus, _ changeLog: ChangeLogSummary?) -> String {
         let dateFormatter = ISO8601DateFormatter()
         let object: [String: Any] = [
             "schemaVersion": status.schemaVersion?.description ?? NSNull(),
@@ -102,6 +117,9 @@ enum StatusCommand: Command {
                     "toVersion": stage.toVersion.description, "checksum": stage.checksum,
                 ]
             },
+            "storeID": changeLog?.storeID ?? NSNull(),
+            "siteID": changeLog?.siteID ?? NSNull(),
+            "pendingChanges": changeLog?.pendingChanges ?? NSNull(),
         ]
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()

@@ -4,13 +4,14 @@ import RemindersModel
 import Testing
 
 /// What a run of the `ostore` executable printed and how it exited.
-private struct CommandRun {
+struct CommandRun {
     var status: Int32
     var output: String
     var error: String
 }
 
-private func runOstore(_ arguments: [String]) throws -> CommandRun {
+/// Runs the built `ostore` with `arguments` and waits for it.
+func runOstore(_ arguments: [String]) throws -> CommandRun {
     let process = Process()
     process.executableURL = try builtProduct("ostore")
     process.arguments = arguments

@@ -6,7 +6,29 @@ import Foundation
 enum LoggedKey {
     static func values(_ stored: DatabaseValue, columnCount: Int) throws -> [DatabaseValue] {
         guard columnCount > 1 else { return [stored] }
-        guard case .text(let text) = stored else { throw malformed(stored) }
+        guard case .text(let text) = stored, let values = literals(text), values.count == columnCount else {
+            throw malformed(stored)
+        }
+        return values
+    }
+
+    /// The key when its column count is unknown (its table is gone from the file): a text that is
+    /// exactly what `quote()` writes for two or more values joined by commas is taken as a composite
+    /// key, anything else as a one-column key. Only a one-column text key that is itself such a list
+    /// (`'a','b'`) is misread.
+    static func values(guessing stored: DatabaseValue) -> [DatabaseValue] {
+        guard case .text(let text) = stored, let values = literals(text), values.count > 1,
+            // Written back the way quote() writes them (reals aside, whose rendering differs), the
+            // values must give the text itself, so loose text such as `1, 2` stays one value.
+            !values.contains(where: { $0.storageClass == .real }),
+            values.map(\.sqlLiteralDescription).joined(separator: ",") == text
+        else { return [stored] }
+        return values
+    }
+
+    /// The values of a comma-separated list of SQL literals as `quote()` writes them; nil when the
+    /// text is anything else.
+    private static func literals(_ text: String) -> [DatabaseValue]? {
         var values: [DatabaseValue] = []
         var negative = false
         for token in SQLScanner.tokens(text) {
@@ -22,7 +44,7 @@ enum LoggedKey {
                 var index = 0
                 while index + 1 < hex.count {
                     guard let byte = UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) else {
-                        throw malformed(stored)
+                        return nil
                     }
                     bytes.append(byte)
                     index += 2
@@ -37,16 +59,15 @@ enum LoggedKey {
                 } else if let real = Double((negative ? "-" : "") + token.text) {
                     values.append(.real(real))
                 } else {
-                    throw malformed(stored)
+                    return nil
                 }
             case .word where token.upper == "NULL":
                 values.append(.null)
             default:
-                throw malformed(stored)
+                return nil
             }
             negative = false
         }
-        guard values.count == columnCount else { throw malformed(stored) }
         return values
     }
 

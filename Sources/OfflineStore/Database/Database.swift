@@ -37,7 +37,9 @@ public final class Database {
     public init(path: String, configuration: Configuration = Configuration()) throws(DatabaseError) {
         self.path = path
         self.configuration = configuration
-        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        // SQLITE_OPEN_URI: `file:` names, in the open and in ATTACH, take URI parameters whatever the
+        // SQLite build's default (Debian's is on), so the change-log reader can ATTACH `?mode=ro`.
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_URI
         flags |= configuration.readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         connection = try ConnectionHandle(
             path: path, flags: flags, showsArguments: configuration.publicStatementArguments)
