@@ -81,6 +81,7 @@ public enum ChangeLogReader {
         func emit(_ row: Row) throws {
             let sequence: Int64? = try row.decode(at: 0)
             let site: Int64 = try row.decode(at: 1)
+            let remoteSite: Data? = try row.decode(at: 6)
             let table: String = try row.decode(at: 3)
             let stored: DatabaseValue = try row.decode(at: 4)
             let columnName: String = try row.decode(at: 5)
@@ -102,15 +103,18 @@ public enum ChangeLogReader {
                 columnName.isEmpty ? .insert : columnName == "-" ? .delete : .update
             try body(
                 LoggedChange(
-                    sequence: sequence, site: site == 0 ? record.siteID : "#\(site)",
+                    sequence: sequence,
+                    site: site == 0
+                        ? record.siteID : remoteSite.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "#\(site)",
                     clock: HybridTimestamp(packed: try row.decode(at: 2)) ?? .zero, table: table, key: key,
                     operation: operation, columns: operation == .update ? [columnName] : [],
                     isPending: sequence.map { $0 > record.pushedSequence } ?? false))
             remaining = remaining.map { $0 - 1 }
         }
         let columns: SQL = """
-            SELECT c.seq, c.site, c.clock, t.name, c.pk, c.columnName
+            SELECT c.seq, c.site, c.clock, t.name, c.pk, c.columnName, s.siteID
             FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
+            LEFT JOIN \(identifier: meta).ostore_sites AS s ON s.id = c.site
             """
         // Local entries by their sequence (the partial index on seq), then remote ones by clock.
         // LIMIT -1 is SQLite's "no limit".
