@@ -19,7 +19,8 @@ enum CheckCommand: Command {
         }
         let problems: [String]
         do {
-            problems = try MigrationStatus.problems(in: try Database.openReadOnly(path))
+            let db = try Database.openReadOnly(path)
+            problems = try MigrationStatus.problems(in: db) + (try ChangeLogCoverage.problems(in: db))
         } catch {
             Console.error("ostore check: cannot read \(path): \(error)")
             return .failure

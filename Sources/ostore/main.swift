@@ -2,7 +2,9 @@ import Foundation
 
 // ostore COMMAND [options]: the OfflineStore command-line tool. Each command is a `Command` in its own file.
 
-let commands: [any Command.Type] = [StatusCommand.self, CheckCommand.self, LintCommand.self, LogCommand.self]
+let commands: [any Command.Type] = [
+    StatusCommand.self, CheckCommand.self, LintCommand.self, LogCommand.self, RescanCommand.self,
+]
 
 let generalHelp = """
     usage: ostore COMMAND [options]

@@ -141,4 +141,28 @@ struct LogCoverageTests {
         #expect(report.rescanned && report.rescannedRows == 1)
         #expect(try pendingSummary(db, log) == ["insert remindersLists text(\"A\")"])
     }
+
+    @Test func ostoreCheckReportsOutsideWritesAndOstoreRescanRecordsThem() throws {
+        do {
+            let (db, log) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try checkpointAndClose(db)
+        }
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [path, "INSERT INTO remindersLists (id, name) VALUES ('B', 'y')"]
+        try shell.run()
+        shell.waitUntilExit()
+
+        let gap = try runOstore(["check", "--db", path])
+        #expect(gap.status == 1)
+        #expect(gap.output.contains("1 row change(s) made by another program"))
+        let rescan = try runOstore(["rescan", "--db", path])
+        #expect(rescan.status == 0, "\(rescan.error)")
+        #expect(rescan.output.contains("recorded 2 row change(s); 2 pending"))
+        let clean = try runOstore(["check", "--db", path])
+        #expect(clean.status == 0, "\(clean.output)")
+        #expect(try runOstore(["rescan", "--db", directory.path("missing.sqlite")]).status == 2)
+    }
 }

@@ -148,3 +148,28 @@ enum ClockRegistry {
         }
     }
 }
+
+extension ChangeLog {
+    /// The change log of a store for maintenance tools that do not have the app's migration plan
+    /// (`ostore rescan`, `ostore check`): the metadatabase must exist; the synced tables are the
+    /// ones the log tracks, read from the live file. No tracking triggers are installed, so do not
+    /// write user tables through this connection.
+    public static func openForMaintenance(_ db: Database) throws -> ChangeLog {
+        guard FileManager.default.fileExists(atPath: Metadatabase.path(forDatabaseAt: db.path)) else {
+            throw ChangeLogError(
+                .metadatabase, "\(db.path) has no change log: there is no \(Metadatabase.path(forDatabaseAt: db.path))",
+                fix: "open the store with the app first")
+        }
+        let identity = try Metadatabase.attach(to: db)
+        let tracked = Set(
+            try db.fetchAll(String.self, "SELECT name FROM \(identifier: Metadatabase.schemaName).ostore_tables")
+                .map { $0.lowercased() })
+        var tables = try SchemaSnapshot(liveDatabase: db).tables
+        for index in tables.indices {
+            tables[index].sync = tracked.contains(tables[index].name.lowercased()) ? .synced : .localOnly
+        }
+        let schema = SchemaSnapshot(liveTables: tables)
+        let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
+        return ChangeLog(identity: identity, clock: clock, schema: schema)
+    }
+}

@@ -105,7 +105,8 @@ public enum ChangeLogReader {
                 LoggedChange(
                     sequence: sequence,
                     site: site == 0
-                        ? record.siteID : remoteSite.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "#\(site)",
+                        ? record.siteID
+                        : remoteSite.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "#\(site)",
                     clock: HybridTimestamp(packed: try row.decode(at: 2)) ?? .zero, table: table, key: key,
                     operation: operation, columns: operation == .update ? [columnName] : [],
                     isPending: sequence.map { $0 > record.pushedSequence } ?? false))
@@ -167,6 +168,14 @@ public enum ChangeLogReader {
         return StoreRecord(
             storeID: storeID, siteID: siteID.map { String(format: "%02x", $0) }.joined(),
             pushedSequence: try row.decode(at: 2))
+    }
+
+    /// The newest local sequence number in the log; nil without a metadatabase or entries.
+    static func newestSequence(in db: Database) throws -> Int64? {
+        try withMetadatabase(of: db) { meta in
+            try db.fetchValue(
+                Int64.self, "SELECT max(seq) FROM \(identifier: meta).ostore_changes WHERE seq IS NOT NULL")
+        } ?? nil
     }
 
     /// Runs `body` with the schema name the metadatabase is attached under: the store's own
