@@ -117,9 +117,13 @@ struct RemoteApplyTests {
         future.clock = HybridTimestamp(milliseconds: now.milliseconds + 3_600_000, counter: 0)
         var injected = good
         injected.primaryKey = ["id\"; DROP TABLE reminders; --": .text("x")]
-        let outcome = try bob.log.apply([wrongType, badKey, shortSite, future, injected, good], to: bob.db)
+        var oddTable = good
+        oddTable.table = "remindersLists; DROP TABLE reminders"
+        let outcome = try bob.log.apply([wrongType, badKey, shortSite, future, injected, oddTable, good], to: bob.db)
         #expect(outcome.applied == 1)
-        #expect(outcome.rejected.map(\.index) == [0, 1, 2, 3, 4])
+        #expect(outcome.rejected.map(\.index) == [0, 1, 2, 3, 4, 5])
+        #expect(outcome.rejected[5].reason.contains("not a plain SQL identifier"))
+        #expect(outcome.stashed == 0)
         #expect(outcome.rejected[0].reason.contains("STRICT"))
         #expect(outcome.rejected[3].reason.contains("ahead"))
         #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])

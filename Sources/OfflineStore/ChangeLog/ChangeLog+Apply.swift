@@ -77,6 +77,12 @@ extension ChangeLog {
             throw ChangeLogError(
                 .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
         }
+        let names = [change.table] + Array(change.primaryKey.keys) + Array(change.columns.keys)
+        if let odd = names.first(where: { !Self.isPlainIdentifier($0) }) {
+            throw ChangeLogError(
+                .invalidChange, table: change.table,
+                "\(odd.debugDescription) is not a plain SQL identifier (letters, digits, underscores)")
+        }
         try clock.receive(change.clock)
         guard let table = schema.table(named: change.table), table.sync == .synced else {
             try stash(change, reason: "table \(change.table) is not in schema \(schema.version?.description ?? "")", db)
@@ -180,6 +186,17 @@ extension ChangeLog {
             try db.execute(rowSQL("UPDATE", table.name, keyColumns, keyValues, set: winners))
             for name in winners.keys { try recordVersion(tableID, loggedKey, name, change.clock, site, db) }
             outcome.applied += 1
+        }
+    }
+
+    /// Names from the wire are refused unless they are plain identifiers, even before they are
+    /// looked up in the schema, so nothing odd is ever stashed or echoed in a message.
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 128,
+            first == "_" || (first.isASCII && first.properties.isAlphabetic)
+        else { return false }
+        return name.unicodeScalars.allSatisfy {
+            $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
         }
     }
 
