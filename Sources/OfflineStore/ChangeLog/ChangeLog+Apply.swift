@@ -134,7 +134,7 @@ extension ChangeLog {
                 outcome.superseded += 1
                 return
             }
-            if rowExists { try db.execute(rowSQL("DELETE FROM", table.name, keyColumns, keyValues, set: [:])) }
+            if rowExists { try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, keyValues, set: [:])) }
             try recordVersion(tableID, loggedKey, "-", change.clock, site, db)
             outcome.applied += 1
         case .insert, .update:
@@ -183,7 +183,7 @@ extension ChangeLog {
                 outcome.superseded += 1
                 return
             }
-            try db.execute(rowSQL("UPDATE", table.name, keyColumns, keyValues, set: winners))
+            try db.execute(Self.rowSQL("UPDATE", table.name, keyColumns, keyValues, set: winners))
             for name in winners.keys { try recordVersion(tableID, loggedKey, name, change.clock, site, db) }
             outcome.applied += 1
         }
@@ -253,12 +253,12 @@ extension ChangeLog {
     private func existingRow(_ table: String, _ keys: [String], _ values: [DatabaseValue], _ db: Database) throws
         -> Bool
     {
-        try db.fetchOne(rowSQL("SELECT 1 FROM", table, keys, values, set: [:])) != nil
+        try db.fetchOne(Self.rowSQL("SELECT 1 FROM", table, keys, values, set: [:])) != nil
     }
 
     /// `VERB main."table" [SET …] WHERE key = ? AND …`, names quoted (they come from the declared
     /// schema), values bound.
-    private func rowSQL(
+    static func rowSQL(
         _ verb: String, _ table: String, _ keys: [String], _ keyValues: [DatabaseValue], set: [String: DatabaseValue]
     ) -> SQL {
         var sql = SQL(sql: "\(verb == "UPDATE" ? "UPDATE" : verb) main.\(quoteIdentifier(table))")
@@ -326,17 +326,13 @@ extension ChangeLog {
                     let parentKey = try (keyColumns.count..<orphan.count).map {
                         try orphan.decode(DatabaseValue.self, at: $0)
                     }
-                    let row = try db.fetchOne(rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
-                    try db.execute(rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
+                    let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
+                    try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
                     if let deleted = try version(parentID, Self.loggedKey(parentKey), "-", db) {
                         try recordVersion(childID, Self.loggedKey(childKey), "-", deleted.clock, 0, db)
                         outcome.applied += 1
                     } else if let row {
-                        var values: [String: DatabaseValue] = [:]
-                        for (index, name) in row.columnNames.enumerated() {
-                            let value: DatabaseValue = try row.decode(at: index)
-                            values[name] = value
-                        }
+                        let values = try row.valuesByColumnName()
                         let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
                         try stash(
                             RemoteChange(

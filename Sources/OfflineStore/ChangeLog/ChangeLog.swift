@@ -105,18 +105,9 @@ public struct ChangeLog: Sendable {
     private func currentRow(_ db: Database, table: String, key: [String: DatabaseValue]) throws
         -> [String: DatabaseValue]?
     {
-        var sql: SQL = "SELECT * FROM main.\(identifier: table) WHERE "
-        for (index, (column, value)) in key.sorted(by: { $0.key < $1.key }).enumerated() {
-            sql = sql + (index == 0 ? "" : " AND ") + "\(identifier: column) = \(value)"
-        }
-        guard let row = try db.fetchOne(sql) else { return nil }
-        var values: [String: DatabaseValue] = [:]
-        for (index, name) in row.columnNames.enumerated() {
-            // Decoded as a non-optional DatabaseValue: NULL is a value to push, not a missing column.
-            let value: DatabaseValue = try row.decode(at: index)
-            values[name] = value
-        }
-        return values
+        let columns = key.keys.sorted()
+        let sql = Self.rowSQL("SELECT * FROM", table, columns, columns.map { key[$0]! }, set: [:])
+        return try db.fetchOne(sql)?.valuesByColumnName()
     }
 }
 

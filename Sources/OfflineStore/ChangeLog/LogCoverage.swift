@@ -115,10 +115,7 @@ extension ChangeLog {
             guard let table = schema.table(named: tableName), table.sync == .synced else { continue }
             let keyColumns = ChangeTracker.keyColumns(of: table)
             let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
-            var exists: SQL = "SELECT 1 FROM main.\(identifier: table.name) WHERE "
-            for (index, (column, value)) in zip(keyColumns, keyValues).enumerated() {
-                exists = exists + (index == 0 ? "" : " AND ") + "\(identifier: column) = \(value)"
-            }
+            let exists = Self.rowSQL("SELECT 1 FROM", table.name, keyColumns, keyValues, set: [:])
             let marker = try db.fetchOne(exists) == nil ? "-" : ""
             try recordLocal(db, table: table.name, key: key, marker: marker)
         }

@@ -206,6 +206,11 @@ public struct Row {
         return try detached?.values ?? (0..<count).map { try databaseValue(at: $0) }
     }
 
+    /// All values by column name (NULL included, as ``DatabaseValue/null``).
+    public func valuesByColumnName() throws -> [String: DatabaseValue] {
+        Dictionary(zip(columnNames, try values()), uniquingKeysWith: { first, _ in first })
+    }
+
     /// A copy that stays valid after its cursor moves on.
     public func copy() throws -> Row {
         detached != nil ? self : Row(values: try values(), columns: columns)
