@@ -177,6 +177,16 @@ struct ChangeTrackingTests {
         #expect(heard.value.count == 2)
     }
 
+    @Test func aPoolRecordsWritesThroughItsWriter() throws {
+        let pool = try DatabasePool(path: directory.path("pool.sqlite"))
+        let migrator = try Migrator(plan: RemindersMigrationPlan.self)
+        let log = try pool.writeWithoutTransaction { db in try ChangeLog.open(db, migrator: migrator) }
+        try pool.write { db in try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')") }
+        try pool.write { db in try db.execute("UPDATE remindersLists SET name = 'y' WHERE id = 'A'") }
+        #expect(try pool.write { db in try log.pendingCount(db) } == 2)
+        #expect(try pool.read { db in try db.count("remindersLists") } == 1)
+    }
+
     @Test func clocksKeepGrowingAcrossReopens() throws {
         let first: HybridTimestamp
         do {

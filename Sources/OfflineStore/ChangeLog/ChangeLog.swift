@@ -20,7 +20,9 @@ public struct ChangeLog: Sendable {
     public let schema: SchemaSnapshot
 
     /// Attaches the metadatabase, migrates the database, and installs tracking on this connection.
-    /// Call it on every connection that writes.
+    /// Call it on every connection that writes; with a ``DatabasePool``, on its writer:
+    /// `let log = try pool.writeWithoutTransaction { db in try ChangeLog.open(db, migrator: migrator) }`
+    /// (readers are read-only and need nothing).
     public static func open(_ db: Database, migrator: Migrator) throws -> ChangeLog {
         let identity = try Metadatabase.attach(to: db)
         try migrator.migrate(db)
