@@ -261,7 +261,7 @@ extension ChangeLog {
     static func rowSQL(
         _ verb: String, _ table: String, _ keys: [String], _ keyValues: [DatabaseValue], set: [String: DatabaseValue]
     ) -> SQL {
-        var sql = SQL(sql: "\(verb == "UPDATE" ? "UPDATE" : verb) main.\(quoteIdentifier(table))")
+        var sql = SQL(sql: "\(verb) main.\(quoteIdentifier(table))")
         if !set.isEmpty {
             sql = sql + " SET "
             for (index, name) in set.keys.sorted().enumerated() {
