@@ -99,6 +99,23 @@ struct ChangeTrackingTests {
         #expect(summary(try log.pendingChanges(db)).map { $0.split(separator: " ")[2] } == ["'L3'", "'L4'"])
     }
 
+    // Regression: the columns of one UPDATE shared one sequence number, so a batch that ended
+    // between them made the next batch (`after:` that number) skip the rest.
+    @Test func eachChangedColumnOfOneUpdateHasItsOwnPlaceInTheQueue() throws {
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'L')")
+        try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+        try db.execute("UPDATE reminders SET title = 'Oat milk', notes = 'two', priority = 1 WHERE id = 'R'")
+        var seen: [String] = []
+        var after: Int64? = nil
+        while case let batch = try log.pendingChanges(db, after: after, limit: 1), let change = batch.first {
+            seen += change.columns.keys
+            after = change.sequence
+        }
+        #expect(seen.sorted() == ["notes", "priority", "title"])
+    }
+
     @Test func compositeKeysAndEveryStorageClassComeBackExactly() throws {
         let (db, log) = try openReminders()
         try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")

@@ -147,4 +147,28 @@ struct RemoteApplyTests {
         #expect(try upgraded.pendingCount(older) == 0)
         #expect(try older.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
     }
+
+    // Regression: an applied remote change used to clear the sequence of the entry it overwrote;
+    // when that was the newest local entry, the queue ran backwards, the next local change got a
+    // sequence already acknowledged (and was never pushed), and the next open saw the watermark
+    // ahead of the log and re-recorded every row.
+    @Test func overwritingTheNewestLocalEntryNeverMovesTheQueueBackwards() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'L')")
+        _ = try bob.log.apply(try alice.push(), to: bob.db)
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        _ = try alice.push()
+        try bob.db.execute("UPDATE reminders SET title = 'Soy milk' WHERE id = 'R'")  // later clock
+        _ = try alice.log.apply(try bob.push(), to: alice.db)  // overwrites alice's newest entry
+
+        try alice.db.execute("UPDATE reminders SET notes = 'two litres' WHERE id = 'R'")
+        let pending = try alice.log.pendingChanges(alice.db)
+        #expect(pending.map { $0.columns.keys.sorted() } == [["notes"]])
+        try alice.db.close()
+        let reopened = try Peer(directory, "alice.sqlite")
+        #expect(try reopened.log.reconcileCoverage(reopened.db).rescanned == false)
+        #expect(try reopened.log.pendingCount(reopened.db) == 1)
+    }
 }

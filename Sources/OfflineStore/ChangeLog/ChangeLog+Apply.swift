@@ -234,8 +234,10 @@ extension ChangeLog {
         try db.execute(
             """
             INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
-            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site), NULL)
-            ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = excluded.site, seq = NULL
+            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site),
+                (SELECT ifnull(max(seq), 0) + 1 FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL))
+            ON CONFLICT (tableID, pk, columnName) DO UPDATE
+                SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
             """)
     }
 

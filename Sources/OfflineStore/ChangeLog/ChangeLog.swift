@@ -48,7 +48,7 @@ public struct ChangeLog: Sendable {
             """
             SELECT c.seq, t.name, c.pk, c.columnName, c.clock
             FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
-            WHERE c.seq > \(start) ORDER BY c.seq LIMIT \(limit)
+            WHERE c.seq > \(start) AND c.site = 0 ORDER BY c.seq LIMIT \(limit)
             """)
         var changes: [PendingChange] = []
         for entry in entries {
@@ -94,7 +94,7 @@ public struct ChangeLog: Sendable {
             Int.self,
             """
             SELECT count(*) FROM \(identifier: Metadatabase.schemaName).ostore_changes
-            WHERE seq > \(try pushedSequence(db))
+            WHERE seq > \(try pushedSequence(db)) AND site = 0
             """) ?? 0
     }
 

@@ -34,7 +34,8 @@ public enum ChangeLogReader {
                 let pending =
                     try db.fetchValue(
                         Int.self,
-                        "SELECT count(*) FROM \(identifier: meta).ostore_changes WHERE seq > \(record.pushedSequence)")
+                        "SELECT count(*) FROM \(identifier: meta).ostore_changes "
+                            + "WHERE seq > \(record.pushedSequence) AND site = 0")
                     ?? 0
                 return ChangeLogSummary(storeID: record.storeID, siteID: record.siteID, pendingChanges: pending)
             }
@@ -79,8 +80,10 @@ public enum ChangeLogReader {
         // Keys are decoded with the key column count of the table as the file declares it now.
         var keyColumnCounts: [String: Int] = [:]
         func emit(_ row: Row) throws {
-            let sequence: Int64? = try row.decode(at: 0)
             let site: Int64 = try row.decode(at: 1)
+            // Remote entries hold a place in the queue too (so it never runs backwards), but only
+            // local ones are pushed, so only theirs is shown.
+            let sequence: Int64? = site == 0 ? try row.decode(at: 0) : nil
             let remoteSite: Data? = try row.decode(at: 6)
             let table: String = try row.decode(at: 3)
             let stored: DatabaseValue = try row.decode(at: 4)
@@ -121,14 +124,14 @@ public enum ChangeLogReader {
         // LIMIT -1 is SQLite's "no limit".
         let local = try db.fetchCursor(
             """
-            \(columns) WHERE c.seq > \(pendingOnly ? record.pushedSequence : 0)
+            \(columns) WHERE c.seq > \(pendingOnly ? record.pushedSequence : 0) AND c.site = 0
             ORDER BY c.seq LIMIT \(remaining ?? -1)
             """)
         while let row = try local.next() { try emit(row) }
         guard !pendingOnly, (remaining ?? 1) > 0 else { return }
         let remote = try db.fetchCursor(
             """
-            \(columns) WHERE c.seq IS NULL
+            \(columns) WHERE c.site <> 0
             ORDER BY c.clock, c.tableID, c.pk, c.columnName LIMIT \(remaining ?? -1)
             """)
         while let row = try remote.next() { try emit(row) }

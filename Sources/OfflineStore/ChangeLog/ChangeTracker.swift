@@ -72,7 +72,8 @@ public enum ChangeTracker {
         let newKey = keyExpression(keys, row: "NEW")
         let oldKey = keyExpression(keys, row: "OLD")
         let target = "main.\(quoteIdentifier(table.name))"
-        let nextSeq = "(SELECT ifnull(max(seq), 0) + 1 FROM \(meta).ostore_changes WHERE seq IS NOT NULL)"
+        let lastSeq = "(SELECT ifnull(max(seq), 0) FROM \(meta).ostore_changes WHERE seq IS NOT NULL)"
+        let nextSeq = "(\(lastSeq) + 1)"
         let upsert =
             "ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq"
         func record(_ key: String, _ column: String, where condition: String) -> String {
@@ -94,6 +95,9 @@ public enum ChangeTracker {
         let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
         var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
         if !valueColumns.isEmpty {
+            // SQLite evaluates the uncorrelated `max(seq)` subquery once per statement, so each
+            // changed column adds its row number: two columns of one UPDATE must not share a place
+            // in the queue, or a batch boundary between them would skip one.
             let changed = valueColumns.map { column in
                 "SELECT \(DatabaseValue.text(column).sqlLiteral) AS name WHERE NEW.\(quoteIdentifier(column)) "
                     + "IS NOT OLD.\(quoteIdentifier(column))"
@@ -101,7 +105,7 @@ public enum ChangeTracker {
             updateBody += """
 
                 INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
-                    SELECT \(tableID), \(newKey), changed.name, ostore_clock(), 0, \(nextSeq)
+                    SELECT \(tableID), \(newKey), changed.name, ostore_clock(), 0, \(lastSeq) + row_number() OVER ()
                     FROM (\(changed)) AS changed WHERE \(newKey) IS \(oldKey)
                     \(upsert);
                 """

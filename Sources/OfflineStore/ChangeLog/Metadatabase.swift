@@ -89,11 +89,13 @@ enum MetadatabaseV1: LibrarySchema {
     }
 
     /// The change log (its name must be unique across the attached schemas: SQLite does not let a
-    /// trigger qualify the table it inserts into): the latest change of each (table, row, column), so edits of one column
-    /// before a push coalesce by construction. `columnName` is a column, `''` for "the row was
-    /// inserted" or `'-'` for "the row was deleted". `seq` orders local changes for pushing (NULL for
-    /// changes applied from other sites, which are not pushed back); `site` is 0 for this device.
-    /// Values are not copied here: a push reads them from the row, so the log stays small.
+    /// trigger qualify the table it inserts into): the latest change of each (table, row, column),
+    /// so edits of one column before a push coalesce by construction. `columnName` is a column,
+    /// `''` for "the row was inserted" or `'-'` for "the row was deleted". `site` is 0 for this
+    /// device. `seq` is the entry's place in the queue, unique and only ever growing; entries
+    /// applied from other sites take a place too, so overwriting the newest local entry never
+    /// moves the queue backwards, but only `site = 0` entries are pushed. Values are not copied
+    /// here: a push reads them from the row, so the log stays small.
     enum ChangeEntry: Model {
         static let tableDefinition = TableDefinition(
             "ostore_changes", sync: .localOnly, options: [.strict, .withoutRowID]
