@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
+        .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
@@ -20,6 +21,8 @@ let package = Package(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
         ),
+        // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
+        .target(name: "SyncProtocol"),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
             name: "OfflineStoreTesting",
@@ -54,6 +57,10 @@ let package = Package(
         .executableTarget(
             name: "ostore-crash-writer",
             dependencies: ["OfflineStore", "RemindersModel"]
+        ),
+        .testTarget(
+            name: "SyncProtocolTests",
+            dependencies: ["SyncProtocol"]
         ),
         .testTarget(
             name: "OfflineStoreTests",

@@ -1,0 +1,68 @@
+import Foundation
+
+/// Reading and writing protocol messages: strict validation (``StrictJSON``) then decoding, with
+/// every failure turned into the ``ErrorBody`` the protocol answers with; writing with sorted
+/// keys, so equal messages are equal bytes.
+///
+/// ```swift
+/// let push = try ProtocolJSON.decode(PushRequest.self, from: body, limits: .standard)  // throws ErrorBody
+/// let bytes = try ProtocolJSON.encode(PushResponse(site: push.site, acknowledgedThrough: 42))
+/// ```
+public enum ProtocolJSON {
+    public static func decode<Message: Decodable>(_ type: Message.Type, from data: Data, limits: Limits) throws(ErrorBody)
+        -> Message
+    {
+        do {
+            try StrictJSON.validate(Array(data), maximumDepth: limits.maxNestingDepth)
+        } catch {
+            throw ErrorBody(.malformedJSON, "the body is not acceptable JSON: \(error)")
+        }
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch let error as DecodingError {
+            throw ErrorBody(.invalidMessage, describe(error))
+        } catch {
+            throw ErrorBody(.invalidMessage, "the body is not a \(Message.self): \(error)")
+        }
+    }
+
+    public static func encode<Message: Encodable>(_ message: Message) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(message)
+    }
+
+    /// "changes[3].clock: a clock is …" rather than Foundation's nested description.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            var text = ""
+            for key in keys {
+                if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+            }
+            return text.isEmpty ? "the body" : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)) is not \(typeName(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)) is null, expected \(typeName(type))"
+        case .dataCorrupted(let context):
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Bool.Type: "true or false"
+        case is Double.Type: "a number"
+        case is [Any].Type: "an array"
+        default: type is any Collection.Type ? "an array or object" : "a \(type)"
+        }
+    }
+}

@@ -1,0 +1,214 @@
+/// A strict check of a JSON document before it is decoded: RFC 8259 syntax (one value, nothing
+/// after it but whitespace), no object that repeats a key (after escapes are undone: `"a"` and
+/// `"\u0061"` are the same key), and nesting no deeper than a limit. Foundation's decoder keeps
+/// the last of repeated keys, which lets two parties read one message differently, and recurses
+/// on nesting; this runs first, iteratively, in one pass with memory bounded by the nesting.
+///
+/// ```swift
+/// try StrictJSON.validate(Array(#"{"a":1,"a":2}"#.utf8), maximumDepth: 32)  // throws .duplicateKey
+/// ```
+///
+/// See <https://www.rfc-editor.org/rfc/rfc8259> (section 4: "names within an object SHOULD be unique").
+public enum StrictJSON {
+    public enum Problem: Error, Sendable, Hashable, CustomStringConvertible {
+        case syntax(offset: Int, expected: String)
+        case duplicateKey(String, offset: Int)
+        case tooDeep(limit: Int, offset: Int)
+
+        public var description: String {
+            switch self {
+            case .syntax(let offset, let expected): "byte \(offset): expected \(expected)"
+            case .duplicateKey(let key, let offset):
+                "byte \(offset): key \(String(key.prefix(64)).debugDescription) appears twice in one object"
+            case .tooDeep(let limit, let offset): "byte \(offset): nested deeper than \(limit) levels"
+            }
+        }
+    }
+
+    public static func validate(_ bytes: [UInt8], maximumDepth: Int) throws(Problem) {
+        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
+        try scanner.document()
+    }
+
+    private struct Scanner {
+        let bytes: [UInt8]
+        let maximumDepth: Int
+        var offset = 0
+        /// One entry per open container: the keys seen so far for an object, nil for an array.
+        var open: [Set<[UInt8]>?] = []
+
+        init(bytes: [UInt8], maximumDepth: Int) {
+            self.bytes = bytes
+            self.maximumDepth = maximumDepth
+        }
+
+        mutating func document() throws(Problem) {
+            skipWhitespace()
+            try value()
+            skipWhitespace()
+            guard offset == bytes.count else { throw .syntax(offset: offset, expected: "the end of the document") }
+        }
+
+        /// Reads one value; containers are walked with an explicit stack, not recursion.
+        mutating func value() throws(Problem) {
+            try scalarOrOpen()
+            while !open.isEmpty {
+                skipWhitespace()
+                guard let byte = peek() else { throw .syntax(offset: offset, expected: "',' or a closing bracket") }
+                let isObject = open[open.count - 1] != nil
+                if byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                    offset += 1
+                    open.removeLast()
+                    continue
+                }
+                guard byte == UInt8(ascii: ",") else {
+                    throw .syntax(offset: offset, expected: isObject ? "',' or '}'" : "',' or ']'")
+                }
+                offset += 1
+                skipWhitespace()
+                if isObject { try member() } else { try scalarOrOpen() }
+            }
+        }
+
+        /// A value: a scalar is read whole; a container is opened (its first member read) and
+        /// left on the stack.
+        mutating func scalarOrOpen() throws(Problem) {
+            skipWhitespace()
+            guard let byte = peek() else { throw .syntax(offset: offset, expected: "a value") }
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                guard open.count < maximumDepth else { throw .tooDeep(limit: maximumDepth, offset: offset) }
+                offset += 1
+                skipWhitespace()
+                let isObject = byte == UInt8(ascii: "{")
+                let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+                if peek() == close {
+                    offset += 1
+                    return
+                }
+                open.append(isObject ? [] : nil)
+                if isObject { try member() } else { try scalarOrOpen() }
+            case UInt8(ascii: "\""): _ = try string()
+            case UInt8(ascii: "t"): try literal("true")
+            case UInt8(ascii: "f"): try literal("false")
+            case UInt8(ascii: "n"): try literal("null")
+            default: try number()
+            }
+        }
+
+        /// `"key": value` inside the innermost object.
+        mutating func member() throws(Problem) {
+            let start = offset
+            guard peek() == UInt8(ascii: "\"") else { throw .syntax(offset: offset, expected: "a key in quotes") }
+            let key = try string()
+            guard open[open.count - 1]!.insert(key).inserted else {
+                throw .duplicateKey(String(decoding: key, as: UTF8.self), offset: start)
+            }
+            skipWhitespace()
+            guard peek() == UInt8(ascii: ":") else { throw .syntax(offset: offset, expected: "':'") }
+            offset += 1
+            try scalarOrOpen()
+        }
+
+        /// A string's content with escapes undone (as UTF-8).
+        mutating func string() throws(Problem) -> [UInt8] {
+            offset += 1
+            var content: [UInt8] = []
+            while true {
+                guard let byte = peek() else { throw .syntax(offset: offset, expected: "the closing quote") }
+                offset += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    return content
+                case UInt8(ascii: "\\"):
+                    guard let escape = peek() else { throw .syntax(offset: offset, expected: "an escape") }
+                    offset += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): content.append(escape)
+                    case UInt8(ascii: "b"): content.append(8)
+                    case UInt8(ascii: "f"): content.append(12)
+                    case UInt8(ascii: "n"): content.append(10)
+                    case UInt8(ascii: "r"): content.append(13)
+                    case UInt8(ascii: "t"): content.append(9)
+                    case UInt8(ascii: "u"):
+                        var scalar = try hex4()
+                        if (0xD800...0xDBFF).contains(scalar), peek() == UInt8(ascii: "\\"),
+                            offset + 1 < bytes.count, bytes[offset + 1] == UInt8(ascii: "u")
+                        {
+                            offset += 2
+                            let low = try hex4()
+                            guard (0xDC00...0xDFFF).contains(low) else {
+                                throw .syntax(offset: offset, expected: "a low surrogate")
+                            }
+                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        // A lone surrogate is kept as U+FFFD, as Foundation's decoder reads it.
+                        let character = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+                        content.append(contentsOf: Array(String(character).utf8))
+                    default: throw .syntax(offset: offset - 1, expected: "a valid escape")
+                    }
+                case 0..<0x20:
+                    throw .syntax(offset: offset - 1, expected: "an escaped control character")
+                default:
+                    content.append(byte)
+                }
+            }
+        }
+
+        mutating func hex4() throws(Problem) -> UInt32 {
+            var scalar: UInt32 = 0
+            for _ in 0..<4 {
+                guard let byte = peek() else { throw .syntax(offset: offset, expected: "four hex digits") }
+                let digit: UInt32
+                switch byte {
+                case 48...57: digit = UInt32(byte - 48)
+                case 97...102: digit = UInt32(byte - 87)
+                case 65...70: digit = UInt32(byte - 55)
+                default: throw .syntax(offset: offset, expected: "four hex digits")
+                }
+                scalar = scalar << 4 | digit
+                offset += 1
+            }
+            return scalar
+        }
+
+        mutating func number() throws(Problem) {
+            let start = offset
+            if peek() == UInt8(ascii: "-") { offset += 1 }
+            guard let first = peek(), (48...57).contains(first) else {
+                throw .syntax(offset: start, expected: "a value")
+            }
+            offset += 1
+            if first != UInt8(ascii: "0") { digits() }
+            if peek() == UInt8(ascii: ".") {
+                offset += 1
+                guard digits() > 0 else { throw .syntax(offset: offset, expected: "digits after '.'") }
+            }
+            if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+                offset += 1
+                if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { offset += 1 }
+                guard digits() > 0 else { throw .syntax(offset: offset, expected: "exponent digits") }
+            }
+        }
+
+        @discardableResult
+        mutating func digits() -> Int {
+            let start = offset
+            while let byte = peek(), (48...57).contains(byte) { offset += 1 }
+            return offset - start
+        }
+
+        mutating func literal(_ word: StaticString) throws(Problem) {
+            let expected = word.withUTF8Buffer { Array($0) }
+            guard offset + expected.count <= bytes.count, Array(bytes[offset..<offset + expected.count]) == expected
+            else { throw .syntax(offset: offset, expected: "\(word)") }
+            offset += expected.count
+        }
+
+        mutating func skipWhitespace() {
+            while let byte = peek(), byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { offset += 1 }
+        }
+
+        func peek() -> UInt8? { offset < bytes.count ? bytes[offset] : nil }
+    }
+}

@@ -1,0 +1,34 @@
+/// The bounds every server states in ``HelloResponse/limits`` and enforces; clients keep within
+/// them (the defaults are the reference server's).
+///
+/// ```swift
+/// let batches = pending.chunked(by: hello.limits.maxChangesPerPush)
+/// ```
+public struct Limits: Codable, Sendable, Hashable {
+    /// A request body larger than this (after gzip is undone) is refused with 413 `body_too_large`.
+    public var maxBodyBytes: Int
+    /// A push carrying more changes is refused with 400 `too_many_changes`.
+    public var maxChangesPerPush: Int
+    /// A pull asking for more gets at most this many changes per page.
+    public var maxChangesPerPull: Int
+    /// How far ahead of the server's clock a change's clock may be, in milliseconds.
+    public var maxClockDriftMilliseconds: Int64
+    /// Longest table or column name, in Unicode scalars.
+    public var maxIdentifierLength: Int
+    /// Deepest nesting of JSON arrays and objects in a request.
+    public var maxNestingDepth: Int
+
+    public init(
+        maxBodyBytes: Int = 8 << 20, maxChangesPerPush: Int = 5_000, maxChangesPerPull: Int = 5_000,
+        maxClockDriftMilliseconds: Int64 = 300_000, maxIdentifierLength: Int = 128, maxNestingDepth: Int = 32
+    ) {
+        self.maxBodyBytes = maxBodyBytes
+        self.maxChangesPerPush = maxChangesPerPush
+        self.maxChangesPerPull = maxChangesPerPull
+        self.maxClockDriftMilliseconds = maxClockDriftMilliseconds
+        self.maxIdentifierLength = maxIdentifierLength
+        self.maxNestingDepth = maxNestingDepth
+    }
+
+    public static let standard = Limits()
+}

@@ -1,0 +1,71 @@
+/// The checks a server applies to every change of a push before storing any of them; the first
+/// failure refuses the whole batch with its index.
+///
+/// ```swift
+/// if let problem = ChangeValidation.problem(in: change, batchSite: push.site, limits: .standard, now: now) {
+///     throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+/// }
+/// ```
+public enum ChangeValidation {
+    public struct Problem: Sendable, Hashable {
+        public var code: ErrorCode
+        public var message: String
+    }
+
+    /// A table or column name: an ASCII letter or underscore, then ASCII letters, digits and
+    /// underscores, at most `maximumLength` long. Quotes, spaces, dots and semicolons never pass,
+    /// so a name can never carry SQL.
+    public static func isPlainIdentifier(_ name: String, maximumLength: Int = Limits.standard.maxIdentifierLength)
+        -> Bool
+    {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= maximumLength, isLetterOrUnderscore(first) else { return false }
+        return bytes.allSatisfy { isLetterOrUnderscore($0) || (48...57).contains($0) }
+    }
+
+    private static func isLetterOrUnderscore(_ byte: UInt8) -> Bool {
+        byte == 95 || (65...90).contains(byte) || (97...122).contains(byte)
+    }
+
+    /// The first rule `change` breaks, or nil. `now` is the server's clock in milliseconds.
+    public static func problem(in change: Change, batchSite: SiteID, limits: Limits, now: Int64) -> Problem? {
+        let names = [change.table] + change.key.keys.sorted() + change.columns.keys.sorted()
+        if let odd = names.first(where: { !isPlainIdentifier($0, maximumLength: limits.maxIdentifierLength) }) {
+            return Problem(
+                code: .invalidChange,
+                message: "\(String(odd.prefix(64)).debugDescription) is not a plain identifier "
+                    + "(ASCII letters, digits and underscores, not starting with a digit, at most "
+                    + "\(limits.maxIdentifierLength) long)")
+        }
+        if change.key.isEmpty {
+            return Problem(code: .invalidChange, message: "the key names no column")
+        }
+        if change.key.values.contains(.null) {
+            return Problem(code: .invalidChange, message: "a key column is null")
+        }
+        if let shared = change.key.keys.first(where: { change.columns[$0] != nil && change.op != .insert }) {
+            return Problem(code: .invalidChange, message: "key column \(shared) is also a changed column of an \(change.op.rawValue)")
+        }
+        switch change.op {
+        case .delete where !change.columns.isEmpty:
+            return Problem(code: .invalidChange, message: "a delete carries no columns")
+        case .update where change.columns.isEmpty:
+            return Problem(code: .invalidChange, message: "an update names at least one column")
+        default: break
+        }
+        if change.site != batchSite {
+            return Problem(
+                code: .invalidChange, message: "the change's site \(change.site) is not the batch's site \(batchSite)")
+        }
+        if change.seq < 1 || change.seq > (1 << 53) - 1 {
+            return Problem(code: .invalidChange, message: "seq \(change.seq) is outside 1…2^53-1")
+        }
+        if change.clock.milliseconds > now + limits.maxClockDriftMilliseconds {
+            return Problem(
+                code: .clockOutOfRange,
+                message: "clock \(change.clock) is \(change.clock.milliseconds - now) ms ahead of the server "
+                    + "(at most \(limits.maxClockDriftMilliseconds) ms allowed); check the device's clock")
+        }
+        return nil
+    }
+}

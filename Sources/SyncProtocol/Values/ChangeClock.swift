@@ -1,0 +1,62 @@
+/// A hybrid logical clock reading on the wire: `"<milliseconds>-<counter>"`, both decimal, the
+/// milliseconds since 1970 below 2^48 and the counter below 2^16. Clocks order by milliseconds,
+/// then counter; equal clocks by site id.
+///
+/// ```swift
+/// let clock = ChangeClock("1764000000000-3")!
+/// #expect(ChangeClock(packed: clock.packed) == clock)
+/// ```
+///
+/// See Kulkarni et al., "Logical Physical Clocks" (2014).
+public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    public static let maximumMilliseconds: Int64 = (1 << 48) - 1
+    public static let maximumCounter: Int64 = (1 << 16) - 1
+
+    public let milliseconds: Int64
+    public let counter: Int64
+
+    /// nil when a part is out of range.
+    public init?(milliseconds: Int64, counter: Int64) {
+        guard (0...Self.maximumMilliseconds).contains(milliseconds), (0...Self.maximumCounter).contains(counter)
+        else { return nil }
+        self.milliseconds = milliseconds
+        self.counter = counter
+    }
+
+    /// The clock packed into one non-negative integer (milliseconds << 16 | counter), whose
+    /// integer order is the clock order.
+    public init?(packed: Int64) {
+        guard packed >= 0 else { return nil }
+        self.init(milliseconds: packed >> 16, counter: packed & Self.maximumCounter)
+    }
+
+    /// Parses the text form; nil for anything else (signs, spaces, leading `+`, empty parts).
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 16 && $0.utf8.allSatisfy { (48...57).contains($0) } }),
+            let milliseconds = Int64(parts[0]), let counter = Int64(parts[1])
+        else { return nil }
+        self.init(milliseconds: milliseconds, counter: counter)
+    }
+
+    public var packed: Int64 { milliseconds << 16 | counter }
+    public var description: String { "\(milliseconds)-\(counter)" }
+
+    public static func < (lhs: ChangeClock, rhs: ChangeClock) -> Bool { lhs.packed < rhs.packed }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let clock = ChangeClock(text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "a clock is \"<milliseconds>-<counter>\" (below 2^48 and 2^16), not \(text.prefix(40).debugDescription)")
+        }
+        self = clock
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
