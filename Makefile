@@ -1,7 +1,7 @@
 # The two commands of the README: `make test` and `make demo`.
 # Each first installs the Debian packages the package links against.
 
-DEBIAN_PACKAGES := libsqlite3-dev sqlite3
+DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libssl-dev
 SWIFT ?= swift
 
 .PHONY: test demo deps bench format lint

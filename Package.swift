@@ -7,9 +7,11 @@ let package = Package(
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
+        .library(name: "SyncServer", targets: ["SyncServer"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
+        .executable(name: "ostore-server", targets: ["ostore-server"]),
     ],
     targets: [
         // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions.
@@ -23,6 +25,17 @@ let package = Package(
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
+        // libcrypto from Debian's libssl-dev: token digests, constant-time comparison, random bytes.
+        .systemLibrary(
+            name: "COpenSSL",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The reference server: HTTP, storage behind a protocol, the request handlers. It uses
+        // OfflineStore's SQLite layer for its embedded storage, none of the client's sync code.
+        .target(
+            name: "SyncServer",
+            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL"]
+        ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
             name: "OfflineStoreTesting",
@@ -46,8 +59,15 @@ let package = Package(
         // The command-line tool: `ostore lint`, `status`, `check`, `log`; one file per command.
         .executableTarget(
             name: "ostore",
-            dependencies: ["OfflineStore"]
+            dependencies: ["OfflineStore", "CommandLineTool"]
         ),
+        // The reference server's command: serve, dataset, token.
+        .executableTarget(
+            name: "ostore-server",
+            dependencies: ["SyncServer", "SyncProtocol", "CommandLineTool"]
+        ),
+        // Subcommands, options and help for the package's command-line tools.
+        .target(name: "CommandLineTool"),
         .executableTarget(
             name: "Reminders",
             dependencies: ["OfflineStore", "RemindersModel"],
@@ -61,6 +81,10 @@ let package = Package(
         .testTarget(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
+        ),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: ["SyncServer", "SyncProtocol"]
         ),
         .testTarget(
             name: "OfflineStoreTests",

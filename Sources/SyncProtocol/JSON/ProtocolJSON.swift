@@ -17,6 +17,9 @@ public enum ProtocolJSON {
         } catch {
             throw ErrorBody(.malformedJSON, "the body is not acceptable JSON: \(error)")
         }
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw ErrorBody(.malformedJSON, "the body is not valid UTF-8")
+        }
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {

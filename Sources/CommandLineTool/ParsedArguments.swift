@@ -1,14 +1,14 @@
 /// A command's arguments, split into flags, options with values and positional arguments.
 ///
 /// Accepts `--name value`, `--name=value`, and `--` to end options (everything after it is positional).
-struct ParsedArguments {
+package struct ParsedArguments {
     /// Flags given, with their dashes: `--json`.
-    private(set) var flags: Set<String> = []
+    package private(set) var flags: Set<String> = []
     /// Options given with a value, by name with dashes; the last one wins when repeated.
-    private(set) var values: [String: String] = [:]
-    private(set) var positionals: [String] = []
+    package private(set) var values: [String: String] = [:]
+    package private(set) var positionals: [String] = []
 
-    init(_ arguments: [String], options: [CommandOption]) throws(UsageError) {
+    package init(_ arguments: [String], options: [CommandOption]) throws(UsageError) {
         let byName = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
@@ -37,10 +37,10 @@ struct ParsedArguments {
 }
 
 /// Arguments a command cannot run with; main.swift prints it with a pointer to `--help` and exits with 2.
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
+package struct UsageError: Error, CustomStringConvertible {
+    package let description: String
 
-    init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

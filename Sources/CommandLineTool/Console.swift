@@ -1,12 +1,12 @@
 import Foundation
 
 /// Where commands write: results to standard output, diagnostics and summaries to standard error.
-enum Console {
-    static func output(_ text: String) {
+package enum Console {
+    package static func output(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
-    static func error(_ text: String) {
+    package static func error(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 }

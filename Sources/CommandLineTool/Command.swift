@@ -1,15 +1,16 @@
-/// One `ostore` subcommand.
+/// One subcommand of a command-line tool (`ostore status`, `ostore-server serve`).
 ///
-/// To add one (`status`, `check`, ...): write a type conforming to `Command` in its own file and list it in
-/// `commands` in main.swift. main.swift handles `--help`, option parsing and usage errors for every command.
-protocol Command {
+/// To add one: write a type conforming to `Command` in its own file and list it in the tool's
+/// `commands` in its main.swift; ``CommandLineTool/run(tool:commands:arguments:)`` handles `--help`,
+/// option parsing and usage errors for every command.
+package protocol Command {
     /// The subcommand as typed: `lint`.
     static var name: String { get }
-    /// What follows `ostore NAME` in the usage line: `[--db PATH] FILE.sql...`.
+    /// What follows `TOOL NAME` in the usage line: `[--db PATH] FILE.sql...`.
     static var synopsis: String { get }
-    /// One line for `ostore --help`.
+    /// One line for `TOOL --help`.
     static var summary: String { get }
-    /// More text for `ostore NAME --help`, after the usage and options.
+    /// More text for `TOOL NAME --help`, after the usage and options.
     static var details: String { get }
     /// The options the command accepts; anything else starting with `-` is a usage error.
     static var options: [CommandOption] { get }
@@ -18,16 +19,22 @@ protocol Command {
 }
 
 /// An option of a command: a flag (`--json`) or an option with a value (`--db PATH`).
-struct CommandOption {
+package struct CommandOption {
     /// With its dashes: `--db`.
-    let name: String
+    package let name: String
     /// For options that take a value, what to call it in help: `PATH`; nil for flags.
-    let valueName: String?
-    let help: String
+    package let valueName: String?
+    package let help: String
+
+    package init(name: String, valueName: String?, help: String) {
+        self.name = name
+        self.valueName = valueName
+        self.help = help
+    }
 }
 
-/// The process exit status of every `ostore` command.
-enum ExitStatus: Int32 {
+/// The process exit status of every command.
+package enum ExitStatus: Int32 {
     case success = 0
     /// The command worked and found problems (lint findings, failed checks).
     case findings = 1
@@ -36,9 +43,9 @@ enum ExitStatus: Int32 {
 }
 
 extension Command {
-    /// The whole `ostore NAME --help` text.
-    static var help: String {
-        var lines = ["usage: ostore \(name) \(synopsis)", "", summary]
+    /// The whole `TOOL NAME --help` text.
+    package static func help(tool: String) -> String {
+        var lines = ["usage: \(tool) \(name) \(synopsis)", "", summary]
         if !options.isEmpty {
             lines += ["", "options:"]
             let labels = options.map { option in option.valueName.map { "\(option.name) \($0)" } ?? option.name }

@@ -1,0 +1,44 @@
+import Foundation
+
+/// Runs a tool's subcommand: `TOOL COMMAND [options]`, with `--help` for the tool and for each
+/// command, and usage errors answered with the command's synopsis and exit status 2.
+///
+/// ```swift
+/// exit(CommandLineTool.run(tool: "ostore", commands: [StatusCommand.self], arguments: arguments).rawValue)
+/// ```
+package enum CommandLineTool {
+    package static func run(tool: String, commands: [any Command.Type], arguments: [String]) -> ExitStatus {
+        let generalHelp = """
+            usage: \(tool) COMMAND [options]
+
+            commands:
+            \(commands.map { "  \($0.name)  \($0.summary)" }.joined(separator: "\n"))
+
+            Run \(tool) COMMAND --help for a command's options.
+            """
+        guard let name = arguments.first else {
+            Console.error(generalHelp)
+            return .failure
+        }
+        if ["--help", "-h", "help"].contains(name) {
+            Console.output(generalHelp)
+            return .success
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            Console.error("\(tool): unknown command \(name)\n\n\(generalHelp)")
+            return .failure
+        }
+        let rest = Array(arguments.dropFirst())
+        // --help anywhere before `--` asks for help rather than running.
+        if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
+            Console.output(command.help(tool: tool))
+            return .success
+        }
+        do {
+            return command.run(try ParsedArguments(rest, options: command.options))
+        } catch {
+            Console.error("\(tool) \(command.name): \(error)\nusage: \(tool) \(command.name) \(command.synopsis)")
+            return .failure
+        }
+    }
+}

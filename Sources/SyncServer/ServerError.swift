@@ -1,0 +1,33 @@
+/// Errors of the server's own work (storage, configuration, administration), as opposed to
+/// protocol answers to clients (``SyncProtocol/ErrorBody``). Each says what to do next.
+///
+/// ```swift
+/// do { try storage.createDataset("work") } catch let error as ServerError where error.kind == .conflict { … }
+/// ```
+public struct ServerError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// A name or option the operator gave is not acceptable.
+        case invalidArgument
+        /// The dataset or token named does not exist.
+        case notFound
+        /// The dataset or token already exists.
+        case conflict
+        /// The storage failed (the underlying error is in the message).
+        case storage
+        /// The storage cannot be reached now; the request may be retried.
+        case unavailable
+        case crypto
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var fix: String?
+
+    public init(_ kind: Kind, _ message: String, fix: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.fix = fix
+    }
+
+    public var description: String { fix.map { "\(message); \($0)" } ?? message }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import SyncProtocol
+
+/// The protocol's request handlers behind any HTTP layer: routing, authentication, decoding,
+/// validation and the answers `Protocol/README.md` specifies. It knows storage only through
+/// ``SyncStorage``.
+///
+/// ```swift
+/// let service = SyncService(storage: try SQLiteSyncStorage(directory: data))
+/// let server = try HTTPServer(configuration: configuration) { request in service.handle(request) }
+/// ```
+public final class SyncService: Sendable {
+    public let storage: any SyncStorage
+    public let limits: Limits
+    public let metrics: ServerMetrics
+    /// The server's clock in milliseconds since 1970 (a test may pin it).
+    let now: @Sendable () -> Int64
+    /// The HTTP layer's open connections, for `/metrics`.
+    let openConnections: Locked<(@Sendable () -> Int)?> = Locked(nil)
+
+    public init(
+        storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
+        self.storage = storage
+        self.limits = limits
+        self.metrics = metrics
+        self.now = now
+    }
+
+    /// Where `/metrics` reads the number of open connections from.
+    public func reportOpenConnections(_ count: @escaping @Sendable () -> Int) {
+        openConnections.withLock { $0 = count }
+    }
+
+    /// Answers one request; never throws: every failure is an answer with a stable error code.
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let route = Route(method: request.method, path: request.path)
+        var response: HTTPResponse
+        do {
+            response = try answer(request, route: route)
+        } catch let error as ErrorBody {
+            response = Self.response(error)
+        } catch let error as ServerError {
+            response = Self.response(error)
+        } catch {
+            response = Self.response(ErrorBody(.internalError, "the server failed: \(error)"))
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        metrics.recordRequest(route: route.metricName, status: response.status.rawValue, seconds: seconds)
+        return response
+    }
+
+    private func answer(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
+        switch route {
+        case .health:
+            return .json(Data(#"{"status":"ok"}"#.utf8))
+        case .metrics:
+            let open = openConnections.withLock { $0 }?() ?? 0
+            var response = HTTPResponse.text(metrics.render(openConnections: open))
+            response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+            return response
+        case .notFound:
+            throw ErrorBody(.notFound, "no such route: \(request.method) \(String(request.path.prefix(200)))")
+        case .wrongMethod(let allowed):
+            var response = Self.response(
+                ErrorBody(.methodNotAllowed, "\(request.path) accepts \(allowed) only, not \(request.method)"))
+            response.headers["Allow"] = allowed
+            return response
+        case .dataset(let dataset, let endpoint):
+            let grant = try authorize(request, dataset: dataset)
+            let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
+                .trimmingCharacters(in: .whitespaces).lowercased()
+            guard mediaType == "application/json" else {
+                throw ErrorBody(.unsupportedMediaType, "send the body as Content-Type: application/json")
+            }
+            switch endpoint {
+            case .hello:
+                let hello = try ProtocolJSON.decode(HelloRequest.self, from: request.body, limits: limits)
+                return try Self.json(try self.hello(hello, grant: grant))
+            case .push:
+                guard !grant.readOnly else {
+                    throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
+                }
+                let push = try ProtocolJSON.decode(PushRequest.self, from: request.body, limits: limits)
+                return try Self.json(try self.push(push, dataset: dataset))
+            case .pull:
+                let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
+                return try self.pull(pull, dataset: dataset)
+            }
+        }
+    }
+
+    /// 401 without a valid token; 403 for a token of another dataset, whether or not the named
+    /// dataset exists, so tokens cannot probe for names.
+    private func authorize(_ request: HTTPRequest, dataset: String) throws -> TokenGrant {
+        guard let secret = AccessToken.secret(fromAuthorization: request.headers["Authorization"]),
+            let grant = try storage.grant(forTokenDigest: AccessToken.digest(of: secret))
+        else {
+            throw ErrorBody(
+                .unauthorized, "send a valid token as Authorization: Bearer <token>; it may have been revoked")
+        }
+        guard grant.dataset == dataset else {
+            throw ErrorBody(.forbidden, "this token is not for dataset \(dataset)")
+        }
+        return grant
+    }
+
+    private func checkProtocol(_ version: Int) throws {
+        guard ProtocolVersion.supported.contains(version) else {
+            throw ErrorBody(
+                .protocolUnsupported,
+                "protocol version \(version) is not spoken here; this server speaks \(ProtocolVersion.supported)")
+        }
+    }
+
+    func hello(_ hello: HelloRequest, grant: TokenGrant) throws -> HelloResponse {
+        let datasetVersion = try storage.schemaVersion(of: grant.dataset)
+        let outcome = Compatibility.negotiate(
+            .init(
+                clientProtocols: hello.protocolVersions, serverProtocols: ProtocolVersion.supported,
+                client: hello.schema.version, dataset: datasetVersion))
+        var after = datasetVersion
+        let message: String
+        switch outcome.verdict {
+        case .compatible, .newerSchemaAvailable:
+            after = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: !grant.readOnly)
+            message =
+                outcome.verdict == .compatible
+                ? "ready to sync"
+                : "this dataset has schema \(after?.description ?? "?"); keep what you do not know yet"
+        case .upgradeRequired:
+            message =
+                "this dataset is at schema major version \(outcome.requiredMajorVersion ?? 0); upgrade the app, "
+                + "your changes stay queued until then"
+        case .protocolUnsupported:
+            message = "no common protocol version; this server speaks \(ProtocolVersion.supported)"
+        }
+        return HelloResponse(
+            protocolVersion: outcome.protocolVersion, supportedProtocolVersions: ProtocolVersion.supported,
+            verdict: outcome.verdict, datasetSchemaVersion: after, requiredMajorVersion: outcome.requiredMajorVersion,
+            limits: limits, serverTime: now(), message: message)
+    }
+
+    func push(_ push: PushRequest, dataset: String) throws -> PushResponse {
+        try checkProtocol(push.protocolVersion)
+        guard push.changes.count <= limits.maxChangesPerPush else {
+            throw ErrorBody(
+                .tooManyChanges,
+                "\(push.changes.count) changes in one push; send at most \(limits.maxChangesPerPush) per batch")
+        }
+        let now = now()
+        var previous: Int64 = 0
+        for (index, change) in push.changes.enumerated() {
+            if let problem = ChangeValidation.problem(in: change, batchSite: push.site, limits: limits, now: now) {
+                throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+            }
+            guard change.seq > previous else {
+                throw ErrorBody(
+                    .invalidChange, "change \(index): seq \(change.seq) does not grow along the batch",
+                    changeIndex: index)
+            }
+            previous = change.seq
+        }
+        let acknowledged = try storage.storeBatch(
+            push.changes, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
+        metrics.recordPushed(push.changes.count)
+        return PushResponse(site: push.site, acknowledgedThrough: acknowledged)
+    }
+
+    func pull(_ pull: PullRequest, dataset: String) throws -> HTTPResponse {
+        try checkProtocol(pull.protocolVersion)
+        let datasetVersion = try storage.schemaVersion(of: dataset)
+        guard Compatibility.maySync(client: pull.schemaVersion, dataset: datasetVersion) else {
+            throw ErrorBody(
+                .upgradeRequired,
+                "this dataset is at schema \(datasetVersion!); upgrade the app to major version \(datasetVersion!.major)",
+                requiredMajorVersion: datasetVersion!.major)
+        }
+        let limit = min(max(pull.limit ?? 1_000, 1), limits.maxChangesPerPull)
+        let cursor = try pull.cursor.map { text throws(ErrorBody) in try PullCursor(decoding: text, dataset: dataset) }
+        if let serial = cursor?.serial {
+            let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
+            metrics.recordPulled(page.entries.count)
+            // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
+            var body = #"{"changes":["# + page.entries.joined(separator: ",") + "],"
+            body += #""cursor":"\#(PullCursor.log(page.nextSerial, dataset: dataset).encoded)","#
+            body += #""hasMore":\#(page.hasMore),"phase":"log","remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
+            return .json(Data(body.utf8))
+        }
+        let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
+        metrics.recordPulled(page.changes.count)
+        let next =
+            page.isLast
+            ? PullCursor.log(page.position.startSerial, dataset: dataset)
+            : PullCursor.snapshot(page.position, dataset: dataset)
+        // After the last snapshot page the log phase follows, so there is always more to ask.
+        return try Self.json(
+            PullResponse(
+                changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
+                remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
+    }
+
+    static func json(_ message: some Encodable) throws -> HTTPResponse {
+        .json(try ProtocolJSON.encode(message))
+    }
+
+    static func response(_ error: ErrorBody) -> HTTPResponse {
+        let body = (try? ProtocolJSON.encode(error)) ?? Data(#"{"error":{"code":"internal_error","message":""}}"#.utf8)
+        var response = HTTPResponse.json(status: HTTPStatus(rawValue: error.status), body)
+        if error.error.code == .unavailable { response.headers["Retry-After"] = "1" }
+        return response
+    }
+
+    static func response(_ error: ServerError) -> HTTPResponse {
+        switch error.kind {
+        case .unavailable: response(ErrorBody(.unavailable, error.description))
+        case .notFound: response(ErrorBody(.notFound, error.description))
+        default: response(ErrorBody(.internalError, "the server failed: \(error.description)"))
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+
+extension SQLiteSyncStorage {
+    public func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+        -> LogPage
+    {
+        try storageWork("reading the log of dataset \(dataset)") {
+            // One read transaction: the newest serial it sees bounds what the page has covered.
+            try pool.read { db in
+                guard
+                    let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID: Int64 = try state.decode(at: 0)
+                let lastSerial: Int64 = try state.decode(at: 1)
+                let cursor = try db.fetchCursor(
+                    """
+                    SELECT serial, body FROM server_log
+                    WHERE datasetID = \(datasetID) AND serial > \(serial) AND site <> \(site.bytes)
+                    ORDER BY serial LIMIT \(limit)
+                    """)
+                var entries: [String] = []
+                var last = serial
+                while let row = try cursor.next() {
+                    last = try row.decode(at: 0)
+                    entries.append(try row.decode(at: 1))
+                }
+                let full = entries.count == limit
+                let next = full ? last : max(lastSerial, serial)
+                return LogPage(entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+            }
+        }
+    }
+
+    public func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
+        -> SnapshotPage
+    {
+        try storageWork("reading a snapshot of dataset \(dataset)") {
+            try pool.read { db in
+                guard
+                    let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID: Int64 = try state.decode(at: 0)
+                var position =
+                    try position
+                    ?? SnapshotPosition(
+                        startSerial: try state.decode(at: 1), table: nil, key: nil, rowsDone: 0,
+                        rowsTotal: try db.fetchValue(
+                            Int64.self, "SELECT count(*) FROM server_rows WHERE datasetID = \(datasetID)") ?? 0)
+                let rows: [Row]
+                if let table = position.table, let key = position.key {
+                    rows = try db.fetchAll(
+                        """
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+                        WHERE datasetID = \(datasetID) AND (tableName, key) > (\(table), \(key))
+                        ORDER BY tableName, key LIMIT \(limit)
+                        """)
+                } else {
+                    rows = try db.fetchAll(
+                        """
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+                        WHERE datasetID = \(datasetID) ORDER BY tableName, key LIMIT \(limit)
+                        """)
+                }
+                var changes: [Change] = []
+                for row in rows {
+                    let table: String = try row.decode(at: 0)
+                    let keyText: String = try row.decode(at: 1)
+                    changes += try snapshotChanges(
+                        table: table, keyText: keyText, row: row, datasetID: datasetID, db)
+                    position.table = table
+                    position.key = keyText
+                    position.rowsDone += 1
+                }
+                position.rowsTotal = max(position.rowsTotal, position.rowsDone)
+                return SnapshotPage(changes: changes, position: position, isLast: rows.count < limit)
+            }
+        }
+    }
+
+    /// A row as changes: a live row is an insert of every column stamped with the row's creation
+    /// version, then an update for each column written later, with that column's own version (so
+    /// merging with a client's newer edits comes out as it would from the log); a deleted row is
+    /// its tombstone; a row known only from updates is those updates.
+    private func snapshotChanges(table: String, keyText: String, row: Row, datasetID: Int64, _ db: Database) throws
+        -> [Change]
+    {
+        let key = try JSONDecoder().decode([String: WireValue].self, from: Data(keyText.utf8))
+        func stamp(_ clock: Int64, _ site: Data) -> (ChangeClock, SiteID)? {
+            guard let clock = ChangeClock(packed: clock), let site = SiteID(bytes: site) else { return nil }
+            return (clock, site)
+        }
+        let created = try row.decode(Int64?.self, at: 2).flatMap { clock in
+            try row.decode(Data?.self, at: 3).flatMap { stamp(clock, $0) }
+        }
+        let deleted = try row.decode(Int64?.self, at: 4).flatMap { clock in
+            try row.decode(Data?.self, at: 5).flatMap { stamp(clock, $0) }
+        }
+        if let deleted, created.map({ ChangeVersion(clock: deleted.0.packed, site: deleted.1.bytes) > ChangeVersion(clock: $0.0.packed, site: $0.1.bytes) }) ?? true {
+            return [Change(table: table, key: key, op: .delete, clock: deleted.0, site: deleted.1, seq: 0)]
+        }
+        let cells = try db.fetchAll(
+            """
+            SELECT columnName, value, clock, site FROM server_cells
+            WHERE datasetID = \(datasetID) AND tableName = \(table) AND key = \(keyText) ORDER BY columnName
+            """)
+        var values: [String: WireValue] = [:]
+        var later: [Change] = []
+        for cell in cells {
+            let name: String = try cell.decode(at: 0)
+            let value = WireValue(try cell.decode(DatabaseValue.self, at: 1))
+            values[name] = value
+            guard let (clock, site) = stamp(try cell.decode(at: 2), try cell.decode(at: 3)) else { continue }
+            if created.map({ $0.0 != clock || $0.1 != site }) ?? true {
+                later.append(Change(table: table, key: key, op: .update, columns: [name: value], clock: clock, site: site, seq: 0))
+            }
+        }
+        guard let created else { return later }
+        var columns = values
+        for (name, value) in key { columns[name] = value }
+        return [Change(table: table, key: key, op: .insert, columns: columns, clock: created.0, site: created.1, seq: 0)]
+            + later
+    }
+}

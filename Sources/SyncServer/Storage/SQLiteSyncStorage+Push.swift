@@ -1,0 +1,142 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+
+extension SQLiteSyncStorage {
+    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
+        -> Int64
+    {
+        // Encoded before the write lock is taken: the log keeps each change's canonical JSON.
+        let bodies = try changes.map { change in String(decoding: try ProtocolJSON.encode(change), as: UTF8.self) }
+        let keys = try changes.map { change in String(decoding: try ProtocolJSON.encode(change.key), as: UTF8.self) }
+        return try storageWork("storing a batch in dataset \(dataset)") {
+            try pool.write { db in
+                guard
+                    let dataset = try db.fetchOne(
+                        "SELECT id, schemaVersion, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID: Int64 = try dataset.decode(at: 0)
+                let datasetSchema = (try dataset.decode(String?.self, at: 1)).flatMap(SchemaVersion.init)
+                guard Compatibility.maySync(client: clientSchema, dataset: datasetSchema) else {
+                    throw ErrorBody(
+                        .upgradeRequired,
+                        "this dataset is at schema \(datasetSchema!); upgrade the app to major version "
+                            + "\(datasetSchema!.major) and push again (your changes stay queued)",
+                        requiredMajorVersion: datasetSchema!.major)
+                }
+                var serial: Int64 = try dataset.decode(at: 2)
+                let siteBytes = site.bytes
+                let stored =
+                    try db.fetchValue(
+                        Int64.self,
+                        "SELECT highSeq FROM server_sites WHERE datasetID = \(datasetID) AND site = \(siteBytes)") ?? 0
+                var high = stored
+                for (index, change) in changes.enumerated() where change.seq > high {
+                    serial += 1
+                    try db.execute(
+                        """
+                        INSERT INTO server_log (datasetID, serial, site, body)
+                        VALUES (\(datasetID), \(serial), \(siteBytes), \(bodies[index]))
+                        """)
+                    try merge(change, key: keys[index], datasetID: datasetID, db)
+                    high = change.seq
+                }
+                if high != stored {
+                    try db.execute(
+                        """
+                        INSERT INTO server_sites (datasetID, site, highSeq) VALUES (\(datasetID), \(siteBytes), \(high))
+                        ON CONFLICT (datasetID, site) DO UPDATE SET highSeq = excluded.highSeq
+                        """)
+                    try db.execute("UPDATE server_datasets SET lastSerial = \(serial) WHERE id = \(datasetID)")
+                }
+                return high
+            }
+        }
+    }
+
+    /// Folds one change into the current state by the protocol's merge rule, so a snapshot
+    /// gives a new client what applying the whole log would.
+    private func merge(_ change: Change, key: String, datasetID: Int64, _ db: Database) throws {
+        let incoming = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
+        let row = try db.fetchOne(
+            """
+            SELECT createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+            WHERE datasetID = \(datasetID) AND tableName = \(change.table) AND key = \(key)
+            """)
+        let created = try row.flatMap { row in try version(row, clockAt: 0) }
+        let deleted = try row.flatMap { row in try version(row, clockAt: 2) }
+        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
+        let isLive = created != nil && !isDeleted
+
+        func setRow(createdBy: ChangeVersion?, deletedBy: ChangeVersion?) throws {
+            try db.execute(
+                """
+                INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite)
+                VALUES (\(datasetID), \(change.table), \(key), \(createdBy?.clock), \(createdBy?.site),
+                    \(deletedBy?.clock), \(deletedBy?.site))
+                ON CONFLICT (datasetID, tableName, key) DO UPDATE SET
+                    createdClock = excluded.createdClock, createdSite = excluded.createdSite,
+                    deletedClock = excluded.deletedClock, deletedSite = excluded.deletedSite
+                """)
+        }
+        func writeCell(_ name: String, _ value: WireValue) throws {
+            try db.execute(
+                """
+                INSERT INTO server_cells (datasetID, tableName, key, columnName, value, clock, site)
+                VALUES (\(datasetID), \(change.table), \(key), \(name), \(value.databaseValue), \(incoming.clock),
+                    \(incoming.site))
+                ON CONFLICT (datasetID, tableName, key, columnName) DO UPDATE SET
+                    value = excluded.value, clock = excluded.clock, site = excluded.site
+                """)
+        }
+        func mergeColumns(creation: ChangeVersion?) throws {
+            for (name, value) in change.columns where change.key[name] == nil {
+                let cell = try db.fetchOne(
+                    """
+                    SELECT clock, site FROM server_cells
+                    WHERE datasetID = \(datasetID) AND tableName = \(change.table) AND key = \(key)
+                        AND columnName = \(name)
+                    """)
+                if let cell, let local = try version(cell, clockAt: 0) {
+                    if incoming > local { try writeCell(name, value) }
+                } else if incoming >= (creation ?? ChangeVersion(clock: 0, site: Data())) {
+                    try writeCell(name, value)
+                }
+            }
+        }
+
+        switch change.op {
+        case .delete:
+            // Delete wins over updates of the row; only a newer insert brings it back.
+            let oldest = ChangeVersion(clock: -1, site: Data())
+            guard incoming > (created ?? oldest), incoming > (deleted ?? oldest) else { return }
+            try setRow(createdBy: created, deletedBy: incoming)
+            try db.execute(
+                """
+                DELETE FROM server_cells WHERE datasetID = \(datasetID) AND tableName = \(change.table) AND key = \(key)
+                """)
+        case .insert:
+            if let deleted, deleted > incoming { return }
+            if !isLive {
+                // A new row, or one brought back (a delete dropped its cells): every column is
+                // written unless an update that arrived before the insert left a newer value, as
+                // a client applies such an update from its stash after the insert.
+                try setRow(createdBy: incoming, deletedBy: deleted)
+                try mergeColumns(creation: nil)
+                return
+            }
+            try mergeColumns(creation: created)
+            if incoming > created! { try setRow(createdBy: incoming, deletedBy: deleted) }
+        case .update:
+            if isDeleted { return }
+            if row == nil { try setRow(createdBy: nil, deletedBy: nil) }
+            try mergeColumns(creation: created)
+        }
+    }
+
+    private func version(_ row: Row, clockAt index: Int) throws -> ChangeVersion? {
+        guard let clock = try row.decode(Int64?.self, at: index), let site = try row.decode(Data?.self, at: index + 1)
+        else { return nil }
+        return ChangeVersion(clock: clock, site: site)
+    }
+}

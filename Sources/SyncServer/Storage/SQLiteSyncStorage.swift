@@ -1,0 +1,208 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+
+/// The default storage: one SQLite file, `server.sqlite`, in the data directory, in WAL mode,
+/// through OfflineStore's SQLite layer (one writer, concurrent readers). Only that layer is used;
+/// none of the client's change tracking or sync code.
+///
+/// ```swift
+/// let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: "/var/lib/ostore"))
+/// ```
+///
+/// See <https://www.sqlite.org/wal.html>.
+public final class SQLiteSyncStorage: SyncStorage {
+    public static let fileName = "server.sqlite"
+
+    let pool: DatabasePool
+    public let path: String
+
+    public init(directory: URL) throws(ServerError) {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ServerError(
+                .storage, "cannot create the data directory \(directory.path): \(error.localizedDescription)",
+                fix: "choose a --data directory the server's user may write")
+        }
+        path = directory.appendingPathComponent(Self.fileName).path
+        do {
+            let setup = try Database(path: path)
+            try Migrator(plan: ServerMigrationPlan.self).migrate(setup)
+            try setup.close()
+            pool = try DatabasePool(path: path)
+        } catch {
+            throw ServerError(
+                .storage, "cannot open the server database \(path): \(error)",
+                fix: "check the file's permissions; if another release of ostore-server wrote it, use that release")
+        }
+    }
+
+    /// Runs storage work, turning SQLite's errors into ``ServerError``s (busy → unavailable).
+    func storageWork<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
+        do {
+            return try body()
+        } catch let error as ServerError {
+            throw error
+        } catch let error as DatabaseError where error.resultCode.primary == .busy {
+            throw ServerError(.unavailable, "the server database is busy (\(what))", fix: "retry shortly")
+        } catch {
+            throw ServerError(.storage, "\(what) failed: \(error)")
+        }
+    }
+
+    // MARK: Administration
+
+    public func createDataset(named name: String) throws(ServerError) {
+        guard DatasetName.isValid(name) else {
+            throw ServerError(
+                .invalidArgument, "\(name.debugDescription) is not a dataset name",
+                fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
+        }
+        try storageWork("creating dataset \(name)") {
+            try pool.write { db in
+                if try db.fetchOne("SELECT 1 FROM server_datasets WHERE name = \(name)") != nil {
+                    throw ServerError(.conflict, "dataset \(name) already exists")
+                }
+                try db.execute("INSERT INTO server_datasets (name, createdAt) VALUES (\(name), \(Date()))")
+            }
+        }
+    }
+
+    public func datasets() throws(ServerError) -> [DatasetSummary] {
+        try storageWork("listing datasets") {
+            try pool.read { db in
+                try db.fetchAll("SELECT name, schemaVersion, lastSerial FROM server_datasets ORDER BY name").map { row in
+                    DatasetSummary(
+                        name: try row.decode(at: 0),
+                        schemaVersion: (try row.decode(String?.self, at: 1)).flatMap(SchemaVersion.init),
+                        changes: try row.decode(at: 2))
+                }
+            }
+        }
+    }
+
+    public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+        let token = try AccessToken.generate()
+        let id = try AccessToken.generateID()
+        return try storageWork("creating a token") {
+            try pool.write { db in
+                guard let datasetID = try db.fetchValue(Int64.self, "SELECT id FROM server_datasets WHERE name = \(dataset)")
+                else {
+                    throw ServerError(
+                        .notFound, "there is no dataset \(dataset)",
+                        fix: "create it first with `ostore-server dataset create \(dataset)`")
+                }
+                try db.execute(
+                    """
+                    INSERT INTO server_tokens (id, datasetID, digest, readOnly, createdAt)
+                    VALUES (\(id), \(datasetID), \(token.digest), \(readOnly), \(Date()))
+                    """)
+                return CreatedToken(id: id, secret: token.secret, dataset: dataset, readOnly: readOnly)
+            }
+        }
+    }
+
+    public func revokeToken(id: String) throws(ServerError) {
+        try storageWork("revoking token \(id)") {
+            try pool.write { db in
+                try db.execute(
+                    "UPDATE server_tokens SET revokedAt = \(Date()) WHERE id = \(id) AND revokedAt IS NULL")
+                guard db.changesCount == 1 else {
+                    let known = try db.fetchOne("SELECT 1 FROM server_tokens WHERE id = \(id)") != nil
+                    throw known
+                        ? ServerError(.conflict, "token \(id) is already revoked")
+                        : ServerError(.notFound, "there is no token \(id)", fix: "list tokens with `ostore-server token list`")
+                }
+            }
+        }
+    }
+
+    public func tokens() throws(ServerError) -> [TokenSummary] {
+        try storageWork("listing tokens") {
+            try pool.read { db in
+                try db.fetchAll(
+                    """
+                    SELECT t.id, d.name, t.readOnly, t.revokedAt IS NOT NULL FROM server_tokens AS t
+                    JOIN server_datasets AS d ON d.id = t.datasetID ORDER BY d.name, t.createdAt
+                    """
+                ).map { row in
+                    TokenSummary(
+                        id: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2),
+                        revoked: try row.decode(at: 3))
+                }
+            }
+        }
+    }
+
+    // MARK: Serving
+
+    public func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant? {
+        try storageWork("checking a token") {
+            try pool.read { db in
+                guard
+                    let row = try db.fetchOne(
+                        """
+                        SELECT t.id, d.name, t.readOnly, t.digest FROM server_tokens AS t
+                        JOIN server_datasets AS d ON d.id = t.datasetID
+                        WHERE t.digest = \(digest) AND t.revokedAt IS NULL
+                        """)
+                else { return nil }
+                // The index lookup found it; the comparison that decides is constant-time.
+                guard Crypto.constantTimeEqual(try row.decode(Data.self, at: 3), digest) else { return nil }
+                return TokenGrant(tokenID: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2))
+            }
+        }
+    }
+
+    public func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
+        try storageWork("reading dataset \(dataset)") {
+            try pool.read { db in
+                try db.fetchValue(String.self, "SELECT schemaVersion FROM server_datasets WHERE name = \(dataset)")
+                    .flatMap(SchemaVersion.init)
+            }
+        }
+    }
+
+    public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
+        try storageWork("recording the schema of dataset \(dataset)") {
+            try pool.write { db in
+                let datasetID = try self.datasetID(dataset, db)
+                let version = schema.version.description
+                if let known = try db.fetchValue(
+                    String.self,
+                    "SELECT fingerprint FROM server_schemas WHERE datasetID = \(datasetID) AND version = \(version)")
+                {
+                    guard known == schema.fingerprint else {
+                        throw ErrorBody(
+                            .schemaConflict,
+                            "schema \(version) was announced with fingerprint \(known.prefix(16))…, this client has "
+                                + "\(schema.fingerprint.prefix(16))…: two builds claim the same version; give the changed "
+                                + "schema a new version number")
+                    }
+                } else if mayMoveDataset {
+                    try db.execute(
+                        """
+                        INSERT INTO server_schemas (datasetID, version, fingerprint)
+                        VALUES (\(datasetID), \(version), \(schema.fingerprint))
+                        """)
+                }
+                let current = try db.fetchValue(
+                    String.self, "SELECT schemaVersion FROM server_datasets WHERE id = \(datasetID)"
+                ).flatMap(SchemaVersion.init)
+                if mayMoveDataset, current.map({ schema.version > $0 }) ?? true {
+                    try db.execute("UPDATE server_datasets SET schemaVersion = \(version) WHERE id = \(datasetID)")
+                    return schema.version
+                }
+                return current
+            }
+        }
+    }
+
+    func datasetID(_ name: String, _ db: Database) throws -> Int64 {
+        guard let id = try db.fetchValue(Int64.self, "SELECT id FROM server_datasets WHERE name = \(name)") else {
+            throw ServerError(.notFound, "there is no dataset \(name)")
+        }
+        return id
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import SyncProtocol
+
+/// Where a server keeps datasets, tokens, the append-only change log and the merged current
+/// state. The HTTP layer and the request handlers know only this protocol, so a backend
+/// (embedded SQLite now, PostgreSQL next) is chosen at start-up without touching them.
+///
+/// Every method may be called from any thread at any time; implementations serialise what
+/// must be serialised.
+///
+/// ```swift
+/// let storage = try SQLiteSyncStorage(directory: dataDirectory)
+/// try storage.createDataset(named: "family")
+/// let token = try storage.createToken(dataset: "family", readOnly: false)
+/// ```
+public protocol SyncStorage: Sendable {
+    // MARK: Administration
+
+    func createDataset(named name: String) throws(ServerError)
+    func datasets() throws(ServerError) -> [DatasetSummary]
+    /// Makes a token for `dataset`; the secret is in the result and nowhere else.
+    func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken
+    func revokeToken(id: String) throws(ServerError)
+    func tokens() throws(ServerError) -> [TokenSummary]
+
+    // MARK: Serving
+
+    /// The grant of the unrevoked token whose SHA-256 digest is `digest`, or nil.
+    func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
+    /// The newest schema version the dataset has seen (nil when no client has joined).
+    func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion?
+    /// Records that a client with this schema joined. A version newer than the dataset's newest
+    /// moves the dataset to it when `mayMoveDataset`. Throws `ErrorBody(.schemaConflict)` when the
+    /// version is known with another fingerprint.
+    func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion?
+    /// Stores the changes of `site` not stored yet (those with a `seq` above the site's high-water
+    /// mark), all or nothing, after checking inside the same transaction that the dataset still
+    /// accepts `clientSchema`'s major version (else `ErrorBody(.upgradeRequired)`). Returns the
+    /// site's new high-water mark.
+    func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws -> Int64
+    /// Up to `limit` log entries after `serial`, leaving out `site`'s own.
+    func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+        -> LogPage
+    /// The next snapshot page after `position` (nil to start).
+    func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
+        -> SnapshotPage
+}
+
+public struct DatasetSummary: Sendable, Hashable, Codable {
+    public var name: String
+    public var schemaVersion: SchemaVersion?
+    public var changes: Int64
+}
+
+public struct CreatedToken: Sendable, Hashable {
+    public var id: String
+    public var secret: String
+    public var dataset: String
+    public var readOnly: Bool
+}
+
+public struct TokenSummary: Sendable, Hashable, Codable {
+    public var id: String
+    public var dataset: String
+    public var readOnly: Bool
+    public var revoked: Bool
+}
+
+/// What a token allows.
+public struct TokenGrant: Sendable, Hashable {
+    public var tokenID: String
+    public var dataset: String
+    public var readOnly: Bool
+}
+
+/// Log entries in storage order, each the canonical JSON of its ``Change``.
+public struct LogPage: Sendable, Hashable {
+    public var entries: [String]
+    /// Where the next page starts: the last entry's serial, or the log's end when the page was
+    /// not full (everything up to it has been seen, including the excluded site's entries).
+    public var nextSerial: Int64
+    public var hasMore: Bool
+    /// The dataset's newest serial when the page was read.
+    public var lastSerial: Int64
+}
+
+/// Where a snapshot read stands: the log serial it started at (the log phase resumes from it)
+/// and the last row emitted, in (table, key) order.
+public struct SnapshotPosition: Sendable, Hashable, Codable {
+    public var startSerial: Int64
+    public var table: String?
+    public var key: String?
+    public var rowsDone: Int64
+    public var rowsTotal: Int64
+}
+
+public struct SnapshotPage: Sendable, Hashable {
+    public var changes: [Change]
+    public var position: SnapshotPosition
+    public var isLast: Bool
+}

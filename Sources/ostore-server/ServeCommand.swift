@@ -1,0 +1,93 @@
+import CommandLineTool
+import Dispatch
+import Foundation
+import SyncProtocol
+import SyncServer
+
+/// `ostore-server serve --data DIR --port N`: the reference server on embedded SQLite.
+enum ServeCommand: Command {
+    static let name = "serve"
+    static let synopsis =
+        "[--data DIR] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N]"
+    static let summary = "Serve the sync protocol over HTTP (or HTTPS) from the data directory's datasets."
+    static let options = [
+        DataDirectory.option,
+        CommandOption(name: "--host", valueName: "ADDRESS", help: "the address to listen on (default 127.0.0.1)"),
+        CommandOption(name: "--port", valueName: "N", help: "the TCP port (default 8080; 0 picks a free one)"),
+        CommandOption(name: "--tls-cert", valueName: "FILE", help: "serve HTTPS with this PEM certificate (chain)"),
+        CommandOption(name: "--tls-key", valueName: "FILE", help: "the certificate's unencrypted PEM private key"),
+        CommandOption(name: "--threads", valueName: "N", help: "worker threads (default 4)"),
+        CommandOption(name: "--max-body-bytes", valueName: "N", help: "largest request body (default 8388608)"),
+    ]
+    static let details = """
+        On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
+        TLS), which scripts and tests wait for. Each request is logged as one JSON line on standard
+        error (method, path, status, duration, sizes; never a token). SIGTERM or SIGINT stops
+        accepting connections, lets requests in flight finish (up to 10 s) and exits 0.
+
+        exit status: 0 stopped by a signal, 2 usage error or the server could not start
+        """
+
+    static func run(_ arguments: ParsedArguments) -> ExitStatus {
+        guard arguments.positionals.isEmpty else {
+            Console.error("ostore-server serve: unexpected \(arguments.positionals[0])")
+            return .failure
+        }
+        guard let port = UInt16(arguments.values["--port"] ?? "8080"),
+            let threads = Int(arguments.values["--threads"] ?? "4"), (1...64).contains(threads),
+            let maxBody = Int(arguments.values["--max-body-bytes"] ?? "8388608"), maxBody >= 1024
+        else {
+            Console.error("ostore-server serve: --port, --threads (1-64) and --max-body-bytes (≥ 1024) take numbers")
+            return .failure
+        }
+        let certificate = arguments.values["--tls-cert"]
+        let key = arguments.values["--tls-key"]
+        guard (certificate == nil) == (key == nil) else {
+            Console.error("ostore-server serve: give both --tls-cert and --tls-key, or neither")
+            return .failure
+        }
+        guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+        var limits = Limits.standard
+        limits.maxBodyBytes = maxBody
+        let service = SyncService(storage: storage, limits: limits)
+        var configuration = HTTPServer.Configuration(
+            address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
+            perIPConnectionLimit: 256, maxBodyBytes: maxBody,
+            tls: certificate.map { HTTPServer.Configuration.TLS(certificatePath: $0, privateKeyPath: key!) })
+        configuration.log = { message in RequestLog.write(["event": "http", "message": message]) }
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(configuration: configuration) { request in
+                let started = DispatchTime.now().uptimeNanoseconds
+                let response = service.handle(request)
+                RequestLog.request(request, response, nanoseconds: DispatchTime.now().uptimeNanoseconds - started)
+                return response
+            }
+        } catch {
+            Console.error("ostore-server serve: \(error)")
+            return .failure
+        }
+        service.reportOpenConnections { [weak server] in server?.openConnections ?? 0 }
+        let scheme = certificate == nil ? "http" : "https"
+        Console.output("listening on \(scheme)://\(configuration.address):\(server.port)")
+        waitForStopSignal()
+        let drained = server.stop(gracePeriod: .seconds(10))
+        RequestLog.write(["event": "stopped", "drained": drained ? "true" : "false"])
+        return .success
+    }
+
+    /// Blocks until SIGTERM or SIGINT arrives.
+    private static func waitForStopSignal() {
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stop.wait()
+        sources.forEach { $0.cancel() }
+    }
+}

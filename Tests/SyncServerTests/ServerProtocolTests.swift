@@ -1,0 +1,223 @@
+import Foundation
+import SyncProtocol
+import SyncServer
+import Testing
+
+@Suite("Reference server: the protocol against a live process")
+struct ServerProtocolTests {
+    let directory: TemporaryDirectory
+    let server: LiveServer
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+    }
+
+    @Test func everyStorageClassRoundTripsThroughPushAndPull() throws {
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        #expect(try alice.hello().verdict == .compatible)
+        let values: [String: WireValue] = [
+            "id": .text("n1"), "big": .integer(.max), "small": .integer(.min), "ratio": .real(-0.1),
+            "huge": .real(.infinity), "title": .text("Ünïcode \u{1F600} \"quoted\""), "blob": .blob(Data([0, 255, 10])),
+            "none": .null,
+        ]
+        let ack = try alice.push([alice.change(.insert, "n1", values, seq: 1)])
+        #expect(ack == PushResponse(site: alice.site, acknowledgedThrough: 1))
+
+        let pulled = try bob.pullAll()
+        #expect(pulled.changes.count == 1)
+        #expect(pulled.changes.first?.columns == values)
+        #expect(pulled.changes.first?.op == .insert)
+        #expect(pulled.changes.first?.site == alice.site)
+    }
+
+    @Test func aReplayedOrOverlappingPushStoresNothingTwiceAndGetsTheSameAnswer() throws {
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        let batch = (1...5).map { alice.change(.insert, "n\($0)", ["title": .text("t\($0)")], seq: Int64($0) * 2) }
+        let body = try ProtocolJSON.encode(
+            PushRequest(protocolVersion: 1, schemaVersion: alice.schema.version, site: alice.site, changes: batch))
+        let first = try server.request("POST", "/v1/datasets/family/push", token: token, json: body)
+        let replay = try server.request("POST", "/v1/datasets/family/push", token: token, json: body)
+        #expect(first.status == 200 && replay.status == 200)
+        #expect(first.body == replay.body)
+        #expect(try JSONDecoder().decode(PushResponse.self, from: first.body).acknowledgedThrough == 10)
+
+        // Overlapping: seq 6…14, of which 12 and 14 are new.
+        let overlap = (3...7).map { alice.change(.insert, "n\($0)", ["title": .text("t\($0)")], seq: Int64($0) * 2) }
+        #expect(try alice.push(overlap).acknowledgedThrough == 14)
+        let (cursorAfterSnapshot, logChanges) = try logPhase(of: bob)
+        _ = cursorAfterSnapshot
+        #expect(logChanges.isEmpty)  // everything arrived in the snapshot
+        let all = try bob.pullAll().changes
+        #expect(all.map(\.key).count == 7)
+        let storage = try server.storage()
+        #expect(try storage.datasets().first { $0.name == "family" }?.changes == 7)
+    }
+
+    /// The changes of the log phase after a first full pull, and the cursor it ends at.
+    private func logPhase(of peer: TestPeer) throws -> (String?, [Change]) {
+        let first = try peer.pullAll()
+        let again = try peer.pullAll(from: first.cursor)
+        return (again.cursor, again.changes)
+    }
+
+    @Test func aPullerNeverSkipsOrRepeatsAChangeWhilePushesRun() throws {
+        let token = try makeDataset(server, "busy")
+        let puller = TestPeer(server, dataset: "busy", token: token, siteByte: 0xEE)
+        // Starting before any push, the whole history comes through the log phase.
+        var cursor = try puller.pullAll().cursor
+        let pushers = (1...4).map { TestPeer(server, dataset: "busy", token: token, siteByte: UInt8($0)) }
+        let batches = 15
+        let perBatch = 40
+        let failures = Locked<[String]>([])
+        let group = DispatchGroup()
+        for pusher in pushers {
+            DispatchQueue.global().async(group: group) {
+                do {
+                    for batch in 0..<batches {
+                        let changes = (0..<perBatch).map { index in
+                            let seq = Int64(batch * perBatch + index + 1)
+                            return pusher.change(.insert, "\(pusher.site)-\(seq)", ["title": .text("x")], seq: seq)
+                        }
+                        _ = try pusher.push(changes)
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        var seen: [String: Int] = [:]
+        let expected = pushers.count * batches * perBatch
+        let deadline = ContinuousClock.now.advanced(by: .seconds(120))
+        while seen.count < expected, ContinuousClock.now < deadline {
+            let page = try puller.pull(cursor: cursor, limit: 97)
+            for change in page.changes { seen["\(change.site)/\(change.seq)", default: 0] += 1 }
+            cursor = page.cursor
+        }
+        group.wait()
+        #expect(failures.withLock { $0 }.isEmpty)
+        // Drain what is left, then nothing more may come.
+        let rest = try puller.pullAll(from: cursor, limit: 97)
+        for change in rest.changes { seen["\(change.site)/\(change.seq)", default: 0] += 1 }
+        #expect(seen.count == expected)
+        #expect(seen.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test func acknowledgedChangesSurviveAKilledServer() throws {
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        var acknowledged: Int64 = 0
+        for batch in 0..<10 {
+            let changes = (1...100).map { index in
+                alice.change(.insert, "n\(batch)-\(index)", ["title": .text("t")], seq: Int64(batch * 100 + index))
+            }
+            acknowledged = try alice.push(changes).acknowledgedThrough
+        }
+        try server.killAndRestart()
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        let pulled = try bob.pullAll(limit: 5_000).changes
+        #expect(acknowledged == 1_000)
+        #expect(Set(pulled.map(\.key)).count == 1_000)
+        // The site's high-water mark survived too: a replay stores nothing.
+        #expect(try alice.push([alice.change(.insert, "n0-1", ["title": .text("again")], seq: 1)]).acknowledgedThrough == 1_000)
+    }
+
+    @Test func aFirstPullIsTheLiveRowsNotTheHistory() throws {
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        var seq: Int64 = 1
+        _ = try alice.push([alice.change(.insert, "kept", ["title": .text("v0"), "body": .text("b")], seq: seq)])
+        _ = try alice.push([alice.change(.insert, "gone", ["title": .text("v0")], seq: 2)])
+        seq = 2
+        for round in 0..<20 {
+            let overwrites = (1...100).map { index -> Change in
+                seq += 1
+                return alice.change(.update, "kept", ["title": .text("v\(round)-\(index)")], seq: seq)
+            }
+            _ = try alice.push(overwrites)
+        }
+        seq += 1
+        _ = try alice.push([alice.change(.delete, "gone", seq: seq)])
+
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        let first = try bob.pull(cursor: nil)
+        #expect(first.phase == .snapshot)
+        // The kept row: its insert and the title's newer version; the deleted row: its tombstone.
+        #expect(first.changes.count == 3)
+        #expect(first.changes.contains { $0.op == .update && $0.columns["title"] == .text("v19-100") })
+        #expect(first.changes.contains { $0.op == .delete && $0.key["id"] == .text("gone") })
+        let body = try ProtocolJSON.encode(first)
+        #expect(body.count < 2_000)
+        let all = try bob.pullAll(from: first.cursor)
+        #expect(all.changes.isEmpty)  // the log phase starts after what the snapshot covered
+    }
+
+    @Test func negotiationFollowsTheRulesAndAMajorUpgradeKeepsOlderClientsOut() throws {
+        let token = try makeDataset(server, "family")
+        let reader = try makeDataset(server, "family", readOnly: true)
+        var old = TestPeer(server, dataset: "family", token: token, siteByte: 1)
+        var newer = TestPeer(server, dataset: "family", token: token, siteByte: 2)
+        var next = TestPeer(server, dataset: "family", token: token, siteByte: 3)
+        var readOnlyNext = TestPeer(server, dataset: "family", token: reader, siteByte: 4)
+        old.schema.version = SchemaVersion(1, 0)
+        newer.schema.version = SchemaVersion(1, 1)
+        newer.schema.fingerprint = "f11"
+        next.schema.version = SchemaVersion(2, 0)
+        next.schema.fingerprint = "f2"
+        readOnlyNext.schema = next.schema
+        readOnlyNext.schema.version = SchemaVersion(3, 0)
+        readOnlyNext.schema.fingerprint = "f3"
+
+        #expect(try old.hello().verdict == .compatible)
+        #expect(try newer.hello().verdict == .compatible)
+        let stale = try old.hello()
+        #expect(stale.verdict == .newerSchemaAvailable && stale.datasetSchemaVersion == SchemaVersion(1, 1))
+        // A read-only client does not move the dataset.
+        #expect(try readOnlyNext.hello().verdict == .compatible)
+        #expect(try old.hello().datasetSchemaVersion == SchemaVersion(1, 1))
+        #expect(try next.hello().verdict == .compatible)
+        let refused = try old.hello()
+        #expect(refused.verdict == .upgradeRequired && refused.requiredMajorVersion == 2)
+        let push = try server.request(
+            "POST", "/v1/datasets/family/push", token: token,
+            json: try ProtocolJSON.encode(
+                PushRequest(
+                    protocolVersion: 1, schemaVersion: old.schema.version, site: old.site,
+                    changes: [old.change(.insert, "n", ["title": .text("queued")], seq: 1)])))
+        #expect(push.status == 409 && push.errorCode == "upgrade_required")
+        #expect(push.text.contains("\"requiredMajorVersion\":2"))
+
+        var conflicting = next
+        conflicting.schema.fingerprint = "another build"
+        let conflict = try server.request(
+            "POST", "/v1/datasets/family/hello", token: token,
+            json: try ProtocolJSON.encode(HelloRequest(site: conflicting.site, schema: conflicting.schema)))
+        #expect(conflict.status == 409 && conflict.errorCode == "schema_conflict")
+
+        let unsupported = try server.post(
+            "hello", dataset: "family", token: token,
+            HelloRequest(protocolVersions: [7, 9], site: old.site, schema: next.schema), as: HelloResponse.self)
+        #expect(unsupported.verdict == .protocolUnsupported && unsupported.protocolVersion == nil)
+    }
+
+    @Test func healthAndMetricsAnswerWithoutAToken() throws {
+        let health = try server.request("GET", "/healthz")
+        #expect(health.status == 200 && health.text == #"{"status":"ok"}"#)
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 1)
+        _ = try alice.push([alice.change(.insert, "n", ["title": .text("t")], seq: 1)])
+        let metrics = try server.request("GET", "/metrics").text
+        #expect(metrics.contains(#"ostore_requests_total{route="push",status="200"} 1"#))
+        #expect(metrics.contains("ostore_changes_pushed_total 1"))
+        #expect(metrics.contains("ostore_request_duration_seconds_count"))
+        #expect(metrics.contains("ostore_open_connections 1"))
+    }
+
+    @Test func sigtermStopsTheServerCleanly() throws {
+        #expect(server.stop() == 0)
+    }
+}
