@@ -16,6 +16,16 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // libmicrohttpd (GnuTLS build) from Debian's libmicrohttpd-dev, plus typed shims for its variadic functions.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        // zlib from Debian's zlib1g-dev, plus shims for its init macros.
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
