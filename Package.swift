@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "OfflineStore", targets: ["OfflineStore"]),
         .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
+        .library(name: "SyncServer", targets: ["SyncServer"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
@@ -29,6 +30,11 @@ let package = Package(
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
+        ),
+        // The reference sync server; today its HTTP layer over libmicrohttpd.
+        .target(
+            name: "SyncServer",
+            dependencies: ["CMicroHTTPD", "CZlib"]
         ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
@@ -68,6 +74,10 @@ let package = Package(
         .testTarget(
             name: "OfflineStoreTests",
             dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel"]
+        ),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: ["SyncServer"]
         ),
     ],
     swiftLanguageModes: [.v6]
