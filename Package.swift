@@ -19,6 +19,16 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // libmicrohttpd (GnuTLS build) from Debian's libmicrohttpd-dev, plus typed shims for its variadic functions.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        // zlib from Debian's zlib1g-dev, plus shims for its init macros.
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
@@ -34,7 +44,7 @@ let package = Package(
         // OfflineStore's SQLite layer for its embedded storage, none of the client's sync code.
         .target(
             name: "SyncServer",
-            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL"]
+            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib"]
         ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
@@ -82,13 +92,18 @@ let package = Package(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
         ),
+        // What every test target shares: temporary directories, locks, waiting, built products.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "SyncServerTests",
-            dependencies: ["SyncServer", "SyncProtocol"]
+            dependencies: ["SyncServer", "SyncProtocol", "TestSupport"]
         ),
         .testTarget(
             name: "OfflineStoreTests",
-            dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel"]
+            dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -5,7 +5,10 @@ import Testing
 
 /// An `ostore-server serve` process on 127.0.0.1 and a free port, over a data directory of the
 /// test's own; stopped (SIGTERM) when the test drops it.
-final class LiveServer {
+///
+/// `@unchecked Sendable`: `process` and `port` change only in `killAndRestart()`, which a test calls
+/// while no other thread uses the server; everything else is immutable or a thread-safe pipe.
+final class LiveServer: @unchecked Sendable {
     let dataDirectory: URL
     let arguments: [String]
     private(set) var process: Process
@@ -107,7 +110,7 @@ struct UnexpectedAnswer: Error, CustomStringConvertible {
 }
 
 /// A test's view of one dataset on a live server: a token and a site that pushes and pulls.
-struct TestPeer {
+struct TestPeer: Sendable {
     let server: LiveServer
     let dataset: String
     let token: String

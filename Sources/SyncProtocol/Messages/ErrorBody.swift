@@ -37,7 +37,12 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case tooManyChanges = "too_many_changes"
     case invalidCursor = "invalid_cursor"
     case bodyTooLarge = "body_too_large"
+    /// A POST body not sent as `Content-Type: application/json`.
     case unsupportedMediaType = "unsupported_media_type"
+    /// A `Content-Encoding` other than gzip (or none).
+    case unsupportedContentEncoding = "unsupported_content_encoding"
+    /// A body marked `Content-Encoding: gzip` that is not valid gzip.
+    case invalidBodyEncoding = "invalid_body_encoding"
     /// No `Authorization: Bearer` token, or one the server does not know or has revoked.
     case unauthorized
     /// The token is valid but not for this dataset.
@@ -58,10 +63,10 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     public var status: Int {
         switch self {
         case .malformedJSON, .invalidMessage, .invalidChange, .clockOutOfRange, .tooManyChanges, .invalidCursor,
-            .protocolUnsupported:
+            .protocolUnsupported, .invalidBodyEncoding:
             400
         case .bodyTooLarge: 413
-        case .unsupportedMediaType: 415
+        case .unsupportedMediaType, .unsupportedContentEncoding: 415
         case .unauthorized: 401
         case .forbidden, .readOnlyToken: 403
         case .notFound: 404

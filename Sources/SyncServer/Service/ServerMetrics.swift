@@ -16,7 +16,7 @@ public final class ServerMetrics: Sendable {
         var latencySum = 0.0
     }
 
-    private let counts = Locked(Counts())
+    private let counts = LockedState(Counts())
 
     public init() {}
 

@@ -16,7 +16,7 @@ public final class SyncService: Sendable {
     /// The server's clock in milliseconds since 1970 (a test may pin it).
     let now: @Sendable () -> Int64
     /// The HTTP layer's open connections, for `/metrics`.
-    let openConnections: Locked<(@Sendable () -> Int)?> = Locked(nil)
+    let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
 
     public init(
         storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
@@ -206,12 +206,7 @@ public final class SyncService: Sendable {
         .json(try ProtocolJSON.encode(message))
     }
 
-    static func response(_ error: ErrorBody) -> HTTPResponse {
-        let body = (try? ProtocolJSON.encode(error)) ?? Data(#"{"error":{"code":"internal_error","message":""}}"#.utf8)
-        var response = HTTPResponse.json(status: HTTPStatus(rawValue: error.status), body)
-        if error.error.code == .unavailable { response.headers["Retry-After"] = "1" }
-        return response
-    }
+    static func response(_ error: ErrorBody) -> HTTPResponse { .error(error) }
 
     static func response(_ error: ServerError) -> HTTPResponse {
         switch error.kind {

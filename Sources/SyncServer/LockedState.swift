@@ -2,7 +2,7 @@ import Foundation
 
 /// A value guarded by a lock. NSLock rather than `Mutex`: the thread sanitizer the suite runs
 /// under reports false races on `Mutex` in this toolchain.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+final class LockedState<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched inside `lock.withLock` in `withLock`.
     private let lock = NSLock()
     private var value: Value

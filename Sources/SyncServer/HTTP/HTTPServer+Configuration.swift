@@ -1,0 +1,89 @@
+extension HTTPServer {
+    /// How an `HTTPServer` listens and what it accepts.
+    ///
+    /// The defaults suit a local reference server: loopback only, an ephemeral port, a few threads and
+    /// 8 MiB bodies.
+    ///
+    /// ```swift
+    /// var configuration = HTTPServer.Configuration(address: "0.0.0.0", port: 8443)
+    /// configuration.maxBodyBytes = 32 << 20
+    /// configuration.tls = .init(certificatePath: "/etc/ostore/cert.pem", privateKeyPath: "/etc/ostore/key.pem")
+    /// let server = try HTTPServer(configuration: configuration, handler: handle)
+    /// ```
+    ///
+    /// Each field maps to a libmicrohttpd option of `MHD_start_daemon`; see the manual,
+    /// "microhttpd-const" and "microhttpd-init"
+    /// (https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002dconst).
+    public struct Configuration: Sendable {
+        /// The IPv4 or IPv6 address to bind, as a literal (`127.0.0.1`, `0.0.0.0`, `::1`, `::`).
+        /// `MHD_OPTION_SOCK_ADDR`.
+        public var address: String
+        /// The TCP port; 0 lets the kernel choose one, read back from `HTTPServer.port`
+        /// (`MHD_DAEMON_INFO_BIND_PORT`).
+        public var port: UInt16
+        /// Worker threads polling connections (`MHD_OPTION_THREAD_POOL_SIZE`); the handler runs on them,
+        /// so a handler that blocks holds up the other connections of its thread.
+        public var threads: Int
+        /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`). libmicrohttpd divides it evenly
+        /// among the threads, so it must be at least `threads`; a thread at its share stops accepting, and
+        /// new connections wait in the kernel's listen queue until one closes.
+        public var connectionLimit: Int
+        /// Most connections open at once from one IP address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); a
+        /// connection over it is closed as soon as it is accepted. 0 means no per-address limit.
+        public var perIPConnectionLimit: Int
+        /// Memory per connection for the request line, headers and read buffer
+        /// (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`). Request headers larger than this are refused by
+        /// libmicrohttpd with 431 (or 414 for a long URL). The body does not live here.
+        public var connectionMemoryLimit: Int
+        /// Seconds a connection may stay idle before it is closed (`MHD_OPTION_CONNECTION_TIMEOUT`);
+        /// 0 means never.
+        public var timeoutSeconds: Int
+        /// The largest request body accepted, counted both as sent and after gzip decompression. A larger
+        /// `Content-Length` is refused with 413 before any of the body is read. A body that grows past it
+        /// (chunked, or compressed) is never buffered beyond it: the rest is read and dropped and 413 sent
+        /// when it ends, and a client that sends more than another `max(maxBodyBytes, 64 KiB)` has its
+        /// connection closed.
+        public var maxBodyBytes: Int
+        /// Responses whose body is larger than this many bytes are gzip-compressed for clients that send
+        /// `Accept-Encoding: gzip`.
+        public var compressionThreshold: Int
+        /// Serve HTTPS with this certificate and key; `nil` serves plain HTTP.
+        public var tls: TLS?
+        /// Receives libmicrohttpd's diagnostic messages (failed accepts, TLS handshake errors, ...), called on
+        /// its threads. `nil` drops them; the server itself never prints.
+        public var log: (@Sendable (String) -> Void)?
+
+        public init(
+            address: String = "127.0.0.1", port: UInt16 = 0, threads: Int = 4, connectionLimit: Int = 1024,
+            perIPConnectionLimit: Int = 0, connectionMemoryLimit: Int = 64 * 1024, timeoutSeconds: Int = 30,
+            maxBodyBytes: Int = 8 * 1024 * 1024, compressionThreshold: Int = 1024, tls: TLS? = nil,
+            log: (@Sendable (String) -> Void)? = nil
+        ) {
+            self.address = address
+            self.port = port
+            self.threads = threads
+            self.connectionLimit = connectionLimit
+            self.perIPConnectionLimit = perIPConnectionLimit
+            self.connectionMemoryLimit = connectionMemoryLimit
+            self.timeoutSeconds = timeoutSeconds
+            self.maxBodyBytes = maxBodyBytes
+            self.compressionThreshold = compressionThreshold
+            self.tls = tls
+            self.log = log
+        }
+
+        /// The PEM files of an HTTPS server: read once at start and handed to GnuTLS through
+        /// `MHD_OPTION_HTTPS_MEM_CERT` and `MHD_OPTION_HTTPS_MEM_KEY`.
+        public struct TLS: Sendable, Equatable {
+            /// The certificate, or the chain with the server's certificate first, in PEM.
+            public var certificatePath: String
+            /// The private key in PEM, unencrypted.
+            public var privateKeyPath: String
+
+            public init(certificatePath: String, privateKeyPath: String) {
+                self.certificatePath = certificatePath
+                self.privateKeyPath = privateKeyPath
+            }
+        }
+    }
+}
