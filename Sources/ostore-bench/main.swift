@@ -4,17 +4,21 @@ import Foundation
 // Prints, per workload, the median time of ours and of what it is compared with, and their ratio.
 
 let usage = """
-    usage: ostore-bench database|migration [--rows N] [--runs N] [--only S] [--json]
+    usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
                  the same SQL in C, the no-op open of an up-to-date 20-table database against a bare open
-      --rows N   rows per workload (default 200000 for database, 1000000 for migration)
+      changelog  inserts, one-column updates and deletes with the change log tracking them, against the
+                 same statements untracked in C; the metadatabase's size after the inserts; the time and
+                 peak memory of reading 5 x --rows pending changes, in a child process
+      --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
       --json     print a JSON array: for database {"workload", "ours_ms", "reference_ms", "ratio"}; for
                  migration {"workload", "rows", "ours_ms", "baseline", "baseline_ms", "ratio", "target",
-                 "met"} with each time as {"median", "min", "max", "runs"}
+                 "met"} with each time as {"median", "min", "max", "runs"}; for changelog the same, with
+                 "ours_bytes" and "baseline_bytes" in place of the times for sizes and memory
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -23,6 +27,21 @@ guard let group = arguments.first, !group.hasPrefix("-") else {
     exit(2)
 }
 arguments.removeFirst()
+
+// The child process the changelog group starts to read a store's pending changes; not for users.
+if group == PendingReadProbe.subcommand {
+    guard let path = arguments.first else {
+        FileHandle.standardError.write(Data("ostore-bench: \(group) needs a store path\n".utf8))
+        exit(2)
+    }
+    do {
+        try PendingReadProbe.runInChild(path: path)
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("ostore-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
 
 var options = BenchmarkOptions()
 while let flag = arguments.first {
@@ -58,6 +77,9 @@ do {
     case "migration":
         let results = try MigrationWorkloads(options: options).run()
         print(options.json ? MigrationResult.json(results) : MigrationResult.table(results))
+    case "changelog":
+        let results = try ChangeLogWorkloads(options: options).run()
+        print(options.json ? ChangeLogResult.json(results) : ChangeLogResult.table(results))
     default:
         FileHandle.standardError.write(Data("ostore-bench: unknown group \(group)\n\(usage)\n".utf8))
         exit(2)

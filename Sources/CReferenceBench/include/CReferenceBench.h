@@ -45,4 +45,28 @@ int ref_open_bare(const char *path, ref_database **out);
 int ref_rebuild_table(ref_database *db, const char *table, const char *new_table, const char *create_sql,
                       const char *copy_sql, const char *index_sql);
 
+// The change-log workloads run on `todos (id TEXT PRIMARY KEY, title, done, updatedAt)`, created by
+// the caller with the very statement the store's migrator wrote, in a file with no triggers. Keys
+// and titles come from the caller, made before the clock starts, so both sides bind the same bytes.
+
+/// Inserts `count` todos (id ids[i], title titles[i], done i%2, updatedAt 1.7e9+i) with one
+/// prepared statement in one transaction.
+int ref_insert_todos(ref_database *db, int64_t count, const char *const *ids, const char *const *titles);
+
+/// Sets one column, `updatedAt = 1.8e9+i`, of the todo with key ids[i], for every i < `count`: one
+/// prepared UPDATE by key per row, in one transaction.
+int ref_update_todos(ref_database *db, int64_t count, const char *const *ids);
+
+/// Deletes the todo with key ids[i], for every i < `count`: one prepared DELETE by key per row, in one
+/// transaction.
+int ref_delete_todos(ref_database *db, int64_t count, const char *const *ids);
+
+/// What reading the change log's pending changes costs without our layer: with the metadatabase
+/// attached as `ostore_meta`, pages through the entries after the pushed sequence, `batch` at a
+/// time in sequence order (each page's entries copied out, as a fetch does), then reads each
+/// entry's todo by key and copies its columns (every column for an inserted row, the changed one
+/// for an update; nothing for a delete), as a push does. Written for the `todos` table alone.
+/// `out_count` receives the number of changes read, `out_checksum` a sum over what was copied.
+int ref_read_pending_todos(ref_database *db, int64_t batch, int64_t *out_count, int64_t *out_checksum);
+
 #endif
