@@ -65,7 +65,7 @@ private let echo: HTTPHandler = { request in
 
     @Test func handlerHeadersAndStatusReachTheClient() throws {
         let server = try HTTPServer { _ in
-            var response = HTTPResponse.error(.invalidCursor, "Pull again from the start.")
+            var response = HTTPResponse.error(.upgradeRequired, "Upgrade the app.")
             response.headers.add(name: "X-Many", value: "1")
             response.headers.add(name: "X-Many", value: "2")
             response.headers["Content-Length"] = "999"  // ignored: the server computes it
@@ -78,7 +78,7 @@ private let echo: HTTPHandler = { request in
         #expect(response.status == 409)
         #expect(response.headers["Content-Type"] == "application/json")
         #expect(response.headers.values(for: "x-many") == ["1", "2"])
-        #expect(response.text == #"{"error":{"code":"stale_cursor","message":"Pull again from the start."}}"#)
+        #expect(response.text == #"{"error":{"code":"upgrade_required","message":"Upgrade the app."}}"#)
     }
 
     @Test func headersThatCannotBeSentBecomeA500() throws {
@@ -97,7 +97,7 @@ private let echo: HTTPHandler = { request in
             try connection.sendRequest("GET", path)
             let response = try connection.readResponse()
             #expect(response.status == 500)
-            #expect(response.errorCode == "internal")
+            #expect(response.errorCode == "internal_error")
             #expect(!response.headers.contains("Set-Cookie") && !response.headers.contains("X"))
         }
     }

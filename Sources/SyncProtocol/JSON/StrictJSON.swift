@@ -1,8 +1,11 @@
 /// A strict check of a JSON document before it is decoded: RFC 8259 syntax (one value, nothing
-/// after it but whitespace), no object that repeats a key (after escapes are undone: `"a"` and
-/// `"\u0061"` are the same key), and nesting no deeper than a limit. Foundation's decoder keeps
-/// the last of repeated keys, which lets two parties read one message differently, and recurses
-/// on nesting; this runs first, iteratively, in one pass with memory bounded by the nesting.
+/// after it but whitespace; strings of valid UTF-8 without unpaired surrogate escapes), no object
+/// that repeats a key, and nesting no deeper than a limit. Keys are compared as Swift strings,
+/// after escapes are undone: `"a"` and `"\u0061"` are the same key, and so are `"\u00e9"` and
+/// `"e\u0301"` (canonically equivalent), since Foundation's decoder would silently keep only one
+/// of either pair, which lets two parties read one message differently. Foundation's decoder also
+/// recurses on nesting; this runs first, iteratively, in one pass with memory bounded by the
+/// nesting.
 ///
 /// ```swift
 /// try StrictJSON.validate(Array(#"{"a":1,"a":2}"#.utf8), maximumDepth: 32)  // throws .duplicateKey
@@ -35,7 +38,7 @@ public enum StrictJSON {
         let maximumDepth: Int
         var offset = 0
         /// One entry per open container: the keys seen so far for an object, nil for an array.
-        var open: [Set<[UInt8]>?] = []
+        var open: [Set<String>?] = []
 
         init(bytes: [UInt8], maximumDepth: Int) {
             self.bytes = bytes
@@ -49,30 +52,34 @@ public enum StrictJSON {
             guard offset == bytes.count else { throw .syntax(offset: offset, expected: "the end of the document") }
         }
 
-        /// Reads one value; containers are walked with an explicit stack, not recursion.
+        /// Reads one value; containers are walked with an explicit stack, never by recursion, so
+        /// however deep the nesting (up to the limit) the call stack stays flat.
         mutating func value() throws(Problem) {
-            try scalarOrOpen()
+            // After a container opens, its first element (or first member) is read next.
+            var firstOfContainer = try beginValue()
             while !open.isEmpty {
-                skipWhitespace()
-                guard let byte = peek() else { throw .syntax(offset: offset, expected: "',' or a closing bracket") }
                 let isObject = open[open.count - 1] != nil
-                if byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                if !firstOfContainer {
+                    skipWhitespace()
+                    guard let byte = peek() else { throw .syntax(offset: offset, expected: "',' or a closing bracket") }
+                    if byte == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                        offset += 1
+                        open.removeLast()
+                        continue
+                    }
+                    guard byte == UInt8(ascii: ",") else {
+                        throw .syntax(offset: offset, expected: isObject ? "',' or '}'" : "',' or ']'")
+                    }
                     offset += 1
-                    open.removeLast()
-                    continue
                 }
-                guard byte == UInt8(ascii: ",") else {
-                    throw .syntax(offset: offset, expected: isObject ? "',' or '}'" : "',' or ']'")
-                }
-                offset += 1
-                skipWhitespace()
-                if isObject { try member() } else { try scalarOrOpen() }
+                if isObject { try memberKey() }
+                firstOfContainer = try beginValue()
             }
         }
 
-        /// A value: a scalar is read whole; a container is opened (its first member read) and
-        /// left on the stack.
-        mutating func scalarOrOpen() throws(Problem) {
+        /// Starts a value: a scalar is read whole, an empty container too; a non-empty container
+        /// is pushed on the stack and true returned (its elements are the caller's to read).
+        mutating func beginValue() throws(Problem) -> Bool {
             skipWhitespace()
             guard let byte = peek() else { throw .syntax(offset: offset, expected: "a value") }
             switch byte {
@@ -81,37 +88,36 @@ public enum StrictJSON {
                 offset += 1
                 skipWhitespace()
                 let isObject = byte == UInt8(ascii: "{")
-                let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
-                if peek() == close {
+                if peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                     offset += 1
-                    return
+                    return false
                 }
                 open.append(isObject ? [] : nil)
-                if isObject { try member() } else { try scalarOrOpen() }
+                return true
             case UInt8(ascii: "\""): _ = try string()
             case UInt8(ascii: "t"): try literal("true")
             case UInt8(ascii: "f"): try literal("false")
             case UInt8(ascii: "n"): try literal("null")
             default: try number()
             }
+            return false
         }
 
-        /// `"key": value` inside the innermost object.
-        mutating func member() throws(Problem) {
+        /// `"key":` of a member of the innermost object; its value is read next.
+        mutating func memberKey() throws(Problem) {
+            skipWhitespace()
             let start = offset
             guard peek() == UInt8(ascii: "\"") else { throw .syntax(offset: offset, expected: "a key in quotes") }
             let key = try string()
-            guard open[open.count - 1]!.insert(key).inserted else {
-                throw .duplicateKey(String(decoding: key, as: UTF8.self), offset: start)
-            }
+            guard open[open.count - 1]!.insert(key).inserted else { throw .duplicateKey(key, offset: start) }
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else { throw .syntax(offset: offset, expected: "':'") }
             offset += 1
-            try scalarOrOpen()
         }
 
-        /// A string's content with escapes undone (as UTF-8).
-        mutating func string() throws(Problem) -> [UInt8] {
+        /// A string's content with escapes undone.
+        mutating func string() throws(Problem) -> String {
+            let start = offset
             offset += 1
             var content: [UInt8] = []
             while true {
@@ -119,7 +125,11 @@ public enum StrictJSON {
                 offset += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return content
+                    // RFC 8259 section 8.1: JSON text is UTF-8. (Escapes below only add valid UTF-8.)
+                    guard let text = String(validating: content, as: UTF8.self) else {
+                        throw .syntax(offset: start, expected: "a string of valid UTF-8")
+                    }
+                    return text
                 case UInt8(ascii: "\\"):
                     guard let escape = peek() else { throw .syntax(offset: offset, expected: "an escape") }
                     offset += 1
@@ -131,19 +141,24 @@ public enum StrictJSON {
                     case UInt8(ascii: "r"): content.append(13)
                     case UInt8(ascii: "t"): content.append(9)
                     case UInt8(ascii: "u"):
+                        let escapeStart = offset - 2
                         var scalar = try hex4()
-                        if (0xD800...0xDBFF).contains(scalar), peek() == UInt8(ascii: "\\"),
-                            offset + 1 < bytes.count, bytes[offset + 1] == UInt8(ascii: "u")
-                        {
+                        if (0xD800...0xDBFF).contains(scalar) {
+                            guard peek() == UInt8(ascii: "\\"), offset + 1 < bytes.count,
+                                bytes[offset + 1] == UInt8(ascii: "u")
+                            else { throw .syntax(offset: offset, expected: "a low surrogate escape") }
                             offset += 2
                             let low = try hex4()
                             guard (0xDC00...0xDFFF).contains(low) else {
-                                throw .syntax(offset: offset, expected: "a low surrogate")
+                                throw .syntax(offset: offset - 6, expected: "a low surrogate escape")
                             }
                             scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                         }
-                        // A lone surrogate is kept as U+FFFD, as Foundation's decoder reads it.
-                        let character = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+                        // An unpaired surrogate is no character; Foundation's decoder refuses it
+                        // too, which would otherwise surface as invalid_message, not malformed_json.
+                        guard let character = Unicode.Scalar(scalar) else {
+                            throw .syntax(offset: escapeStart, expected: "no unpaired surrogate escape")
+                        }
                         content.append(contentsOf: Array(String(character).utf8))
                     default: throw .syntax(offset: offset - 1, expected: "a valid escape")
                     }

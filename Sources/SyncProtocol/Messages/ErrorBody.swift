@@ -16,7 +16,8 @@ public struct ErrorBody: Codable, Sendable, Hashable, Error {
     public var error: Detail
 
     public init(_ code: ErrorCode, _ message: String, changeIndex: Int? = nil, requiredMajorVersion: Int? = nil) {
-        error = Detail(code: code, message: message, changeIndex: changeIndex, requiredMajorVersion: requiredMajorVersion)
+        error = Detail(
+            code: code, message: message, changeIndex: changeIndex, requiredMajorVersion: requiredMajorVersion)
     }
 
     public var status: Int { error.code.status }
@@ -27,7 +28,8 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     /// The body is not JSON, is truncated, repeats a key in one object, or nests too deeply.
     case malformedJSON = "malformed_json"
     /// JSON, but not the message: a field missing or of the wrong type, a malformed site id,
-    /// schema version or cursor.
+    /// clock, value or schema version (a cursor that is a string but not one this dataset issued
+    /// is `invalid_cursor`).
     case invalidMessage = "invalid_message"
     /// One change breaks a rule (identifier, value, operation, site, sequence); `changeIndex` says which.
     case invalidChange = "invalid_change"
@@ -35,7 +37,10 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case clockOutOfRange = "clock_out_of_range"
     /// A push with more changes than ``Limits/maxChangesPerPush``.
     case tooManyChanges = "too_many_changes"
+    /// A pull's cursor was not issued for this dataset (or can no longer be served); the client
+    /// drops it and pulls from the start.
     case invalidCursor = "invalid_cursor"
+    /// The body is longer than ``Limits/maxBodyBytes``, declared or read, before or after gunzip.
     case bodyTooLarge = "body_too_large"
     /// A POST body not sent as `Content-Type: application/json`.
     case unsupportedMediaType = "unsupported_media_type"
@@ -45,19 +50,26 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case invalidBodyEncoding = "invalid_body_encoding"
     /// No `Authorization: Bearer` token, or one the server does not know or has revoked.
     case unauthorized
-    /// The token is valid but not for this dataset.
+    /// The token is valid but not for this dataset (or the dataset does not exist: existence is not
+    /// revealed).
     case forbidden
     /// A read-only token tried to push.
     case readOnlyToken = "read_only_token"
+    /// No such route, or a dataset name that is not `[a-z0-9][a-z0-9_-]{0,62}`.
     case notFound = "not_found"
+    /// A known route with another method; the `Allow` header names the right one.
     case methodNotAllowed = "method_not_allowed"
+    /// A push or pull names a protocol version the server does not speak.
     case protocolUnsupported = "protocol_unsupported"
     /// The dataset is at another major schema version; `requiredMajorVersion` says which.
     case upgradeRequired = "upgrade_required"
     /// Another client announced the same schema version with a different fingerprint.
     case schemaConflict = "schema_conflict"
+    /// Too many requests from this token or address; retry after `Retry-After` seconds.
+    case rateLimited = "rate_limited"
     /// The server cannot serve now (storage unreachable, shutting down); retry after `Retry-After`.
     case unavailable
+    /// A fault in the server; retried with backoff.
     case internalError = "internal_error"
 
     public var status: Int {
@@ -72,8 +84,19 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
         case .notFound: 404
         case .methodNotAllowed: 405
         case .upgradeRequired, .schemaConflict: 409
+        case .rateLimited: 429
         case .unavailable: 503
         case .internalError: 500
+        }
+    }
+
+    /// Whether a client tries the same request again later: for these it waits `Retry-After`
+    /// seconds when given, else backs off; every other error needs a change on the client's side
+    /// (a fix, a new token, an upgrade) and is not retried as is.
+    public var isRetried: Bool {
+        switch self {
+        case .rateLimited, .unavailable, .internalError: true
+        default: false
         }
     }
 }

@@ -37,14 +37,36 @@ public enum ChangeValidation {
                     + "(ASCII letters, digits and underscores, not starting with a digit, at most "
                     + "\(limits.maxIdentifierLength) long)")
         }
+        // SQLite compares names without regard to ASCII case, so "id" and "ID" are one column: a
+        // change naming one twice would be applied by whichever a receiver happened to meet first.
+        for (part, names) in [("key", change.key.keys), ("columns", change.columns.keys)] {
+            var seen: Set<String> = []
+            if let twice = names.sorted().first(where: { !seen.insert($0.lowercased()).inserted }) {
+                return Problem(
+                    code: .invalidChange, message: "\(part) names column \(twice) twice (names ignore ASCII case)")
+            }
+        }
         if change.key.isEmpty {
             return Problem(code: .invalidChange, message: "the key names no column")
         }
         if change.key.values.contains(.null) {
             return Problem(code: .invalidChange, message: "a key column is null")
         }
-        if let shared = change.key.keys.first(where: { change.columns[$0] != nil && change.op != .insert }) {
-            return Problem(code: .invalidChange, message: "key column \(shared) is also a changed column of an \(change.op.rawValue)")
+        for name in change.key.keys.sorted() {
+            guard let repeated = change.columns.first(where: { $0.key.lowercased() == name.lowercased() }) else {
+                continue
+            }
+            // An insert carries the whole row, key columns included, and they must say what the key
+            // says; an update or delete never changes a key column.
+            guard change.op == .insert else {
+                return Problem(
+                    code: .invalidChange,
+                    message: "key column \(name) is also a changed column of an \(change.op.rawValue)")
+            }
+            guard repeated.value == change.key[name] else {
+                return Problem(
+                    code: .invalidChange, message: "column \(repeated.key) of the insert differs from its key value")
+            }
         }
         switch change.op {
         case .delete where !change.columns.isEmpty:
@@ -67,5 +89,29 @@ public enum ChangeValidation {
                     + "(at most \(limits.maxClockDriftMilliseconds) ms allowed); check the device's clock")
         }
         return nil
+    }
+
+    /// Every check of a push the server makes before storing anything: the batch size, each
+    /// change (``problem(in:batchSite:limits:now:)``), and `seq` strictly growing along the batch.
+    /// Throws the error the server answers with; `changeIndex` names the first offending change.
+    public static func validate(_ push: PushRequest, limits: Limits, now: Int64) throws(ErrorBody) {
+        guard push.changes.count <= limits.maxChangesPerPush else {
+            throw ErrorBody(
+                .tooManyChanges,
+                "\(push.changes.count) changes in one push; at most \(limits.maxChangesPerPush) are accepted")
+        }
+        var previous: Int64?
+        for (index, change) in push.changes.enumerated() {
+            if let problem = problem(in: change, batchSite: push.site, limits: limits, now: now) {
+                throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+            }
+            if let previous, change.seq <= previous {
+                throw ErrorBody(
+                    .invalidChange,
+                    "change \(index): seq \(change.seq) does not grow (the change before has \(previous))",
+                    changeIndex: index)
+            }
+            previous = change.seq
+        }
     }
 }

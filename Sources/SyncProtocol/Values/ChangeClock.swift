@@ -23,26 +23,34 @@ public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomString
         self.counter = counter
     }
 
-    /// The clock packed into one non-negative integer (milliseconds << 16 | counter), whose
-    /// integer order is the clock order.
+    /// The clock packed into one integer, milliseconds << 16 | counter: as an unsigned 64-bit
+    /// number its order is the clock order. Stored signed (as here, and in SQLite) it stays
+    /// non-negative and ordered while the milliseconds are below 2^47 (the year 6429); beyond,
+    /// ``packed`` is negative and this initialiser refuses it.
     public init?(packed: Int64) {
         guard packed >= 0 else { return nil }
         self.init(milliseconds: packed >> 16, counter: packed & Self.maximumCounter)
     }
 
-    /// Parses the text form; nil for anything else (signs, spaces, leading `+`, empty parts).
+    /// Parses the text form; nil for anything else (signs, spaces, leading `+`, empty parts,
+    /// leading zeros: one clock has one text, like ``WireValue`` integers).
     public init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 16 && $0.utf8.allSatisfy { (48...57).contains($0) } }),
+        guard parts.count == 2, parts.allSatisfy({ isCanonicalDecimal($0, maximumDigits: 16) }),
             let milliseconds = Int64(parts[0]), let counter = Int64(parts[1])
         else { return nil }
         self.init(milliseconds: milliseconds, counter: counter)
     }
 
-    public var packed: Int64 { milliseconds << 16 | counter }
+    /// See ``init(packed:)``; negative for milliseconds of 2^47 or more.
+    public var packed: Int64 { Int64(bitPattern: UInt64(milliseconds) << 16 | UInt64(counter)) }
     public var description: String { "\(milliseconds)-\(counter)" }
 
-    public static func < (lhs: ChangeClock, rhs: ChangeClock) -> Bool { lhs.packed < rhs.packed }
+    /// Milliseconds, then counter, over the whole range (comparing signed ``packed`` values would
+    /// put every clock from 2^47 ms on before all others).
+    public static func < (lhs: ChangeClock, rhs: ChangeClock) -> Bool {
+        (lhs.milliseconds, lhs.counter) < (rhs.milliseconds, rhs.counter)
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -50,7 +58,9 @@ public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomString
         guard let clock = ChangeClock(text) else {
             throw DecodingError.dataCorruptedError(
                 in: container,
-                debugDescription: "a clock is \"<milliseconds>-<counter>\" (below 2^48 and 2^16), not \(text.prefix(40).debugDescription)")
+                debugDescription:
+                    "a clock is \"<milliseconds>-<counter>\" (below 2^48 and 2^16), not \(text.prefix(40).debugDescription)"
+            )
         }
         self = clock
     }
@@ -59,4 +69,12 @@ public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomString
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }
+}
+
+/// Decimal digits without a leading zero (except `0` itself), at most `maximumDigits` of them.
+func isCanonicalDecimal(_ text: Substring, maximumDigits: Int) -> Bool {
+    let digits = text.utf8
+    guard let first = digits.first, digits.count <= maximumDigits, digits.allSatisfy({ (48...57).contains($0) })
+    else { return false }
+    return first != UInt8(ascii: "0") || digits.count == 1
 }

@@ -16,12 +16,11 @@ public struct SchemaVersion: Sendable, Hashable, Comparable, Codable, CustomStri
         self.patch = max(patch, 0)
     }
 
-    /// Parses `major.minor.patch`, each part decimal digits; nil for anything else.
+    /// Parses `major.minor.patch`, each part at most 9 decimal digits without leading zeros (so
+    /// one version has one text); nil for anything else.
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            parts.allSatisfy({ !$0.isEmpty && $0.count <= 9 && $0.utf8.allSatisfy { (48...57).contains($0) } })
-        else { return nil }
+        guard parts.count == 3, parts.allSatisfy({ isCanonicalDecimal($0, maximumDigits: 9) }) else { return nil }
         self.init(Int(parts[0])!, Int(parts[1])!, Int(parts[2])!)
     }
 

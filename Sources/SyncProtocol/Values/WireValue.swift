@@ -3,8 +3,10 @@ import Foundation
 /// A column value on the wire, tagged with its SQLite storage class so every class survives
 /// exactly: `{"null":true}`, `{"integer":"-9223372036854775808"}` (a decimal string, since JSON
 /// numbers lose precision past 2^53), `{"real":2.5}` (`"Infinity"` and `"-Infinity"` as strings;
-/// SQLite stores no NaN), `{"text":"…"}`, `{"blob":"AAEC"}` (standard base64 with padding).
-/// Exactly one tag; anything else is refused.
+/// SQLite stores no NaN), `{"text":"…"}`, `{"blob":"AAEC"}` (standard base64 with padding and
+/// zero padding bits). Exactly one tag; anything else is refused. Integers and blobs are read
+/// only in the one form they are written in (see `Protocol/README.md`, "Values", and the cases
+/// of `Protocol/vectors/values.json`).
 ///
 /// ```swift
 /// let value = WireValue.integer(.max)
@@ -62,22 +64,28 @@ extension WireValue: Codable {
             if let number = try? container.decode(Double.self, forKey: .real) {
                 self = .real(number)
             } else {
-                switch try container.decode(String.self, forKey: .real) {
+                // Not a number Foundation reads as a Double: one of the two strings, or refused with
+                // one message whether it was another string or a number beyond the double range.
+                switch try? container.decode(String.self, forKey: .real) {
                 case "Infinity": self = .real(.infinity)
                 case "-Infinity": self = .real(-.infinity)
                 default:
                     throw DecodingError.dataCorruptedError(
                         forKey: .real, in: container,
-                        debugDescription: "a real is a JSON number, \"Infinity\" or \"-Infinity\"")
+                        debugDescription:
+                            "a real is a JSON number within the double range, \"Infinity\" or \"-Infinity\"")
                 }
             }
         case .text:
             self = .text(try container.decode(String.self, forKey: .text))
         case .blob:
             let text = try container.decode(String.self, forKey: .blob)
-            guard let data = Data(base64Encoded: text) else {
+            // Foundation also reads non-canonical text ("AB==" as 0x00, even "====" as one byte),
+            // so only the text that the bytes encode back to is accepted: one blob, one encoding.
+            guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .blob, in: container, debugDescription: "a blob is standard base64 with padding")
+                    forKey: .blob, in: container,
+                    debugDescription: "a blob is standard base64 with padding (and zero padding bits)")
             }
             self = .blob(data)
         }
@@ -93,7 +101,8 @@ extension WireValue: Codable {
         case .real(let real):
             guard !real.isNaN else {
                 throw EncodingError.invalidValue(
-                    real, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "NaN has no encoding"))
+                    real, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "NaN has no encoding")
+                )
             }
             try container.encode(real, forKey: .real)
         case .text(let text): try container.encode(text, forKey: .text)

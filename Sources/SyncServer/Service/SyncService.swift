@@ -55,6 +55,7 @@ public final class SyncService: Sendable {
     private func answer(_ request: HTTPRequest, route: Route) throws -> HTTPResponse {
         switch route {
         case .health:
+            try storage.checkHealth()
             return .json(Data(#"{"status":"ok"}"#.utf8))
         case .metrics:
             let open = openConnections.withLock { $0 }?() ?? 0
@@ -70,9 +71,7 @@ public final class SyncService: Sendable {
             return response
         case .dataset(let dataset, let endpoint):
             let grant = try authorize(request, dataset: dataset)
-            let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
-                .trimmingCharacters(in: .whitespaces).lowercased()
-            guard mediaType == "application/json" else {
+            guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
                 throw ErrorBody(.unsupportedMediaType, "send the body as Content-Type: application/json")
             }
             switch endpoint {
@@ -89,6 +88,16 @@ public final class SyncService: Sendable {
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
                 return try self.pull(pull, dataset: dataset)
             }
+        }
+    }
+
+    /// `application/json`, in any case, with no parameter but an optional `charset=utf-8`.
+    static func isJSON(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard parts.first == "application/json" else { return false }
+        return parts.dropFirst().allSatisfy { parameter in
+            parameter.replacingOccurrences(of: "\"", with: "") == "charset=utf-8"
         }
     }
 
@@ -178,7 +187,10 @@ public final class SyncService: Sendable {
                 "this dataset is at schema \(datasetVersion!); upgrade the app to major version \(datasetVersion!.major)",
                 requiredMajorVersion: datasetVersion!.major)
         }
-        let limit = min(max(pull.limit ?? 1_000, 1), limits.maxChangesPerPull)
+        if let asked = pull.limit, asked < 1 {
+            throw ErrorBody(.invalidMessage, "limit is \(asked); ask for at least 1 change (or leave it out)")
+        }
+        let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
         let cursor = try pull.cursor.map { text throws(ErrorBody) in try PullCursor(decoding: text, dataset: dataset) }
         if let serial = cursor?.serial {
             let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
@@ -206,7 +218,11 @@ public final class SyncService: Sendable {
         .json(try ProtocolJSON.encode(message))
     }
 
-    static func response(_ error: ErrorBody) -> HTTPResponse { .error(error) }
+    static func response(_ error: ErrorBody) -> HTTPResponse {
+        var response = HTTPResponse.error(error)
+        if error.error.code == .unauthorized { response.headers["WWW-Authenticate"] = "Bearer" }
+        return response
+    }
 
     static func response(_ error: ServerError) -> HTTPResponse {
         switch error.kind {

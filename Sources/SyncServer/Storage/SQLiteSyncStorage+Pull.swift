@@ -6,7 +6,7 @@ extension SQLiteSyncStorage {
     public func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
         -> LogPage
     {
-        try storageWork("reading the log of dataset \(dataset)") {
+        try serverWork("reading the log of dataset \(dataset)") {
             // One read transaction: the newest serial it sees bounds what the page has covered.
             try pool.read { db in
                 guard
@@ -36,7 +36,7 @@ extension SQLiteSyncStorage {
     public func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
         -> SnapshotPage
     {
-        try storageWork("reading a snapshot of dataset \(dataset)") {
+        try serverWork("reading a snapshot of dataset \(dataset)") {
             try pool.read { db in
                 guard
                     let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")

@@ -38,14 +38,28 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    /// Runs storage work, turning SQLite's errors into ``ServerError``s (busy → unavailable).
-    func storageWork<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
+    /// Runs storage work, turning SQLite's errors into ``ServerError``s (busy → unavailable);
+    /// protocol refusals (``ErrorBody``) raised inside pass through unchanged.
+    func storageWork<Output>(_ what: String, _ body: () throws -> Output) throws -> Output {
         do {
             return try body()
         } catch let error as ServerError {
             throw error
+        } catch let error as ErrorBody {
+            throw error
         } catch let error as DatabaseError where error.resultCode.primary == .busy {
             throw ServerError(.unavailable, "the server database is busy (\(what))", fix: "retry shortly")
+        } catch {
+            throw ServerError(.storage, "\(what) failed: \(error)")
+        }
+    }
+
+    /// ``storageWork(_:_:)`` for work that raises no protocol refusals.
+    func serverWork<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
+        do {
+            return try storageWork(what, body)
+        } catch let error as ServerError {
+            throw error
         } catch {
             throw ServerError(.storage, "\(what) failed: \(error)")
         }
@@ -59,7 +73,7 @@ public final class SQLiteSyncStorage: SyncStorage {
                 .invalidArgument, "\(name.debugDescription) is not a dataset name",
                 fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
         }
-        try storageWork("creating dataset \(name)") {
+        try serverWork("creating dataset \(name)") {
             try pool.write { db in
                 if try db.fetchOne("SELECT 1 FROM server_datasets WHERE name = \(name)") != nil {
                     throw ServerError(.conflict, "dataset \(name) already exists")
@@ -70,7 +84,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     public func datasets() throws(ServerError) -> [DatasetSummary] {
-        try storageWork("listing datasets") {
+        try serverWork("listing datasets") {
             try pool.read { db in
                 try db.fetchAll("SELECT name, schemaVersion, lastSerial FROM server_datasets ORDER BY name").map { row in
                     DatasetSummary(
@@ -85,7 +99,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
         let token = try AccessToken.generate()
         let id = try AccessToken.generateID()
-        return try storageWork("creating a token") {
+        return try serverWork("creating a token") {
             try pool.write { db in
                 guard let datasetID = try db.fetchValue(Int64.self, "SELECT id FROM server_datasets WHERE name = \(dataset)")
                 else {
@@ -104,7 +118,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     public func revokeToken(id: String) throws(ServerError) {
-        try storageWork("revoking token \(id)") {
+        try serverWork("revoking token \(id)") {
             try pool.write { db in
                 try db.execute(
                     "UPDATE server_tokens SET revokedAt = \(Date()) WHERE id = \(id) AND revokedAt IS NULL")
@@ -119,7 +133,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     public func tokens() throws(ServerError) -> [TokenSummary] {
-        try storageWork("listing tokens") {
+        try serverWork("listing tokens") {
             try pool.read { db in
                 try db.fetchAll(
                     """
@@ -137,8 +151,16 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     // MARK: Serving
 
+    public func checkHealth() throws(ServerError) {
+        do {
+            _ = try pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM server_datasets") }
+        } catch {
+            throw ServerError(.unavailable, "the server database cannot be read: \(error)")
+        }
+    }
+
     public func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant? {
-        try storageWork("checking a token") {
+        try serverWork("checking a token") {
             try pool.read { db in
                 guard
                     let row = try db.fetchOne(
@@ -156,7 +178,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     public func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
-        try storageWork("reading dataset \(dataset)") {
+        try serverWork("reading dataset \(dataset)") {
             try pool.read { db in
                 try db.fetchValue(String.self, "SELECT schemaVersion FROM server_datasets WHERE name = \(dataset)")
                     .flatMap(SchemaVersion.init)

@@ -25,6 +25,9 @@ public protocol SyncStorage: Sendable {
 
     // MARK: Serving
 
+    /// Throws ``ServerError`` (kind `unavailable`) when the storage cannot serve requests now.
+    func checkHealth() throws(ServerError)
+
     /// The grant of the unrevoked token whose SHA-256 digest is `digest`, or nil.
     func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
     /// The newest schema version the dataset has seen (nil when no client has joined).
