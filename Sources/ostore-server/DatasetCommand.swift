@@ -32,7 +32,8 @@ enum DatasetCommand: Command {
             do {
                 for dataset in try storage.datasets() {
                     Console.output(
-                        "\(dataset.name)\tschema \(dataset.schemaVersion?.description ?? "-")\t\(dataset.changes) changes")
+                        "\(dataset.name)\tschema \(dataset.schemaVersion?.description ?? "-")\t\(dataset.changes) changes"
+                    )
                 }
                 return .success
             } catch {

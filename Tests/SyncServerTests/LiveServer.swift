@@ -13,12 +13,15 @@ final class LiveServer: @unchecked Sendable {
     let arguments: [String]
     private(set) var process: Process
     private(set) var port: UInt16
-    private let errorPipe = Pipe()
+    /// Where the server's standard error (its request log) goes, appended across restarts.
+    let logFile: URL
 
     init(dataDirectory: URL, arguments: [String] = []) throws {
         self.dataDirectory = dataDirectory
         self.arguments = arguments
-        (process, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, stderr: errorPipe)
+        logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        (process, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
     }
 
     deinit {
@@ -28,14 +31,16 @@ final class LiveServer: @unchecked Sendable {
         }
     }
 
-    private static func start(dataDirectory: URL, arguments: [String], stderr: Pipe) throws -> (Process, UInt16) {
+    private static func start(dataDirectory: URL, arguments: [String], log: URL) throws -> (Process, UInt16) {
         let process = Process()
         process.executableURL = try builtProduct("ostore-server")
         process.arguments = ["serve", "--data", dataDirectory.path, "--port", "0"] + arguments
         let output = Pipe()
         process.standardOutput = output
-        // The request log is not read; it goes to /dev/null so a full pipe never blocks the server.
-        process.standardError = FileHandle.nullDevice
+        // A file, not a pipe: a pipe nobody reads would fill and block the server.
+        let logHandle = try FileHandle(forWritingTo: log)
+        logHandle.seekToEndOfFile()
+        process.standardError = logHandle
         try process.run()
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
@@ -62,7 +67,7 @@ final class LiveServer: @unchecked Sendable {
     func killAndRestart() throws {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        (process, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, stderr: errorPipe)
+        (process, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
     }
 
     /// The server's resident memory in kB, from /proc.
@@ -126,7 +131,8 @@ struct TestPeer: Sendable {
     }
 
     func hello() throws -> HelloResponse {
-        try server.post("hello", dataset: dataset, token: token, HelloRequest(site: site, schema: schema), as: HelloResponse.self)
+        try server.post(
+            "hello", dataset: dataset, token: token, HelloRequest(site: site, schema: schema), as: HelloResponse.self)
     }
 
     func push(_ changes: [Change]) throws -> PushResponse {

@@ -20,7 +20,8 @@ struct ServerProtocolTests {
         #expect(try alice.hello().verdict == .compatible)
         let values: [String: WireValue] = [
             "id": .text("n1"), "big": .integer(.max), "small": .integer(.min), "ratio": .real(-0.1),
-            "huge": .real(.infinity), "title": .text("Ünïcode \u{1F600} \"quoted\""), "blob": .blob(Data([0, 255, 10])),
+            "huge": .real(.infinity), "title": .text("Ünïcode \u{1F600} \"quoted\""),
+            "blob": .blob(Data([0, 255, 10])),
             "none": .null,
         ]
         let ack = try alice.push([alice.change(.insert, "n1", values, seq: 1)])
@@ -123,7 +124,9 @@ struct ServerProtocolTests {
         #expect(acknowledged == 1_000)
         #expect(Set(pulled.map(\.key)).count == 1_000)
         // The site's high-water mark survived too: a replay stores nothing.
-        #expect(try alice.push([alice.change(.insert, "n0-1", ["title": .text("again")], seq: 1)]).acknowledgedThrough == 1_000)
+        #expect(
+            try alice.push([alice.change(.insert, "n0-1", ["title": .text("again")], seq: 1)]).acknowledgedThrough
+                == 1_000)
     }
 
     @Test func aFirstPullIsTheLiveRowsNotTheHistory() throws {
@@ -214,7 +217,27 @@ struct ServerProtocolTests {
         #expect(metrics.contains(#"ostore_requests_total{route="push",status="200"} 1"#))
         #expect(metrics.contains("ostore_changes_pushed_total 1"))
         #expect(metrics.contains("ostore_request_duration_seconds_count"))
-        #expect(metrics.contains("ostore_open_connections 1"))
+        let open = metrics.split(separator: "\n").first { $0.hasPrefix("ostore_open_connections ") }
+        #expect((open?.split(separator: " ").last).flatMap { Int($0) }.map { $0 >= 1 } == true)
+    }
+
+    @Test func eachRequestIsOneJSONLogLineWithoutTheToken() throws {
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 1)
+        _ = try alice.hello()
+        _ = try server.request("GET", "/nowhere", token: token)
+        server.stop()
+        let log = try String(contentsOf: server.logFile, encoding: .utf8)
+        #expect(!log.contains(token))
+        #expect(!log.contains(String(token.dropFirst(4).prefix(20))))
+        let requests = try log.split(separator: "\n").compactMap { line in
+            try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        }.filter { $0["method"] != nil }
+        #expect(
+            requests.map { "\($0["method"]!) \($0["path"]!) \($0["status"]!)" } == [
+                "POST /v1/datasets/family/hello 200", "GET /nowhere 404",
+            ])
+        #expect(requests.allSatisfy { $0["ms"] != nil && $0["time"] != nil })
     }
 
     @Test func sigtermStopsTheServerCleanly() throws {

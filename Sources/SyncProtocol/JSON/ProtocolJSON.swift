@@ -9,7 +9,8 @@ import Foundation
 /// let bytes = try ProtocolJSON.encode(PushResponse(site: push.site, acknowledgedThrough: 42))
 /// ```
 public enum ProtocolJSON {
-    public static func decode<Message: Decodable>(_ type: Message.Type, from data: Data, limits: Limits) throws(ErrorBody)
+    public static func decode<Message: Decodable>(_ type: Message.Type, from data: Data, limits: Limits)
+        throws(ErrorBody)
         -> Message
     {
         do {
@@ -40,7 +41,11 @@ public enum ProtocolJSON {
         func path(_ keys: [any CodingKey]) -> String {
             var text = ""
             for key in keys {
-                if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += (text.isEmpty ? "" : ".") + key.stringValue
+                }
             }
             return text.isEmpty ? "the body" : text
         }

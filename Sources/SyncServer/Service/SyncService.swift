@@ -198,7 +198,8 @@ public final class SyncService: Sendable {
             // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
             var body = #"{"changes":["# + page.entries.joined(separator: ",") + "],"
             body += #""cursor":"\#(PullCursor.log(page.nextSerial, dataset: dataset).encoded)","#
-            body += #""hasMore":\#(page.hasMore),"phase":"log","remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
+            body +=
+                #""hasMore":\#(page.hasMore),"phase":"log","remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
             return .json(Data(body.utf8))
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)

@@ -8,5 +8,7 @@ enum DatasetName {
         return bytes.allSatisfy { isLowerAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
     }
 
-    private static func isLowerAlphanumeric(_ byte: UInt8) -> Bool { (97...122).contains(byte) || (48...57).contains(byte) }
+    private static func isLowerAlphanumeric(_ byte: UInt8) -> Bool {
+        (97...122).contains(byte) || (48...57).contains(byte)
+    }
 }

@@ -28,7 +28,8 @@ extension SQLiteSyncStorage {
                 }
                 let full = entries.count == limit
                 let next = full ? last : max(lastSerial, serial)
-                return LogPage(entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+                return LogPage(
+                    entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
             }
         }
     }
@@ -97,7 +98,12 @@ extension SQLiteSyncStorage {
         let deleted = try row.decode(Int64?.self, at: 4).flatMap { clock in
             try row.decode(Data?.self, at: 5).flatMap { stamp(clock, $0) }
         }
-        if let deleted, created.map({ ChangeVersion(clock: deleted.0.packed, site: deleted.1.bytes) > ChangeVersion(clock: $0.0.packed, site: $0.1.bytes) }) ?? true {
+        if let deleted,
+            created.map({
+                ChangeVersion(clock: deleted.0.packed, site: deleted.1.bytes)
+                    > ChangeVersion(clock: $0.0.packed, site: $0.1.bytes)
+            }) ?? true
+        {
             return [Change(table: table, key: key, op: .delete, clock: deleted.0, site: deleted.1, seq: 0)]
         }
         let cells = try db.fetchAll(
@@ -113,13 +119,17 @@ extension SQLiteSyncStorage {
             values[name] = value
             guard let (clock, site) = stamp(try cell.decode(at: 2), try cell.decode(at: 3)) else { continue }
             if created.map({ $0.0 != clock || $0.1 != site }) ?? true {
-                later.append(Change(table: table, key: key, op: .update, columns: [name: value], clock: clock, site: site, seq: 0))
+                later.append(
+                    Change(
+                        table: table, key: key, op: .update, columns: [name: value], clock: clock, site: site, seq: 0))
             }
         }
         guard let created else { return later }
         var columns = values
         for (name, value) in key { columns[name] = value }
-        return [Change(table: table, key: key, op: .insert, columns: columns, clock: created.0, site: created.1, seq: 0)]
+        return [
+            Change(table: table, key: key, op: .insert, columns: columns, clock: created.0, site: created.1, seq: 0)
+        ]
             + later
     }
 }

@@ -86,7 +86,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func datasets() throws(ServerError) -> [DatasetSummary] {
         try serverWork("listing datasets") {
             try pool.read { db in
-                try db.fetchAll("SELECT name, schemaVersion, lastSerial FROM server_datasets ORDER BY name").map { row in
+                try db.fetchAll("SELECT name, schemaVersion, lastSerial FROM server_datasets ORDER BY name").map {
+                    row in
                     DatasetSummary(
                         name: try row.decode(at: 0),
                         schemaVersion: (try row.decode(String?.self, at: 1)).flatMap(SchemaVersion.init),
@@ -101,7 +102,9 @@ public final class SQLiteSyncStorage: SyncStorage {
         let id = try AccessToken.generateID()
         return try serverWork("creating a token") {
             try pool.write { db in
-                guard let datasetID = try db.fetchValue(Int64.self, "SELECT id FROM server_datasets WHERE name = \(dataset)")
+                guard
+                    let datasetID = try db.fetchValue(
+                        Int64.self, "SELECT id FROM server_datasets WHERE name = \(dataset)")
                 else {
                     throw ServerError(
                         .notFound, "there is no dataset \(dataset)",
@@ -126,7 +129,8 @@ public final class SQLiteSyncStorage: SyncStorage {
                     let known = try db.fetchOne("SELECT 1 FROM server_tokens WHERE id = \(id)") != nil
                     throw known
                         ? ServerError(.conflict, "token \(id) is already revoked")
-                        : ServerError(.notFound, "there is no token \(id)", fix: "list tokens with `ostore-server token list`")
+                        : ServerError(
+                            .notFound, "there is no token \(id)", fix: "list tokens with `ostore-server token list`")
                 }
             }
         }
@@ -172,7 +176,8 @@ public final class SQLiteSyncStorage: SyncStorage {
                 else { return nil }
                 // The index lookup found it; the comparison that decides is constant-time.
                 guard Crypto.constantTimeEqual(try row.decode(Data.self, at: 3), digest) else { return nil }
-                return TokenGrant(tokenID: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2))
+                return TokenGrant(
+                    tokenID: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2))
             }
         }
     }
@@ -186,7 +191,9 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
+    public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
+        -> SchemaVersion?
+    {
         try storageWork("recording the schema of dataset \(dataset)") {
             try pool.write { db in
                 let datasetID = try self.datasetID(dataset, db)
