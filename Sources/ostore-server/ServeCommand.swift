@@ -98,6 +98,6 @@ private final class StopSignal {
 
     func wait() {
         semaphore.wait()
-        sources.forEach { $0.cancel() }
+        for source in sources { source.cancel() }
     }
 }

@@ -20,7 +20,7 @@ final class LiveServer: @unchecked Sendable {
         self.dataDirectory = dataDirectory
         self.arguments = arguments
         logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         (process, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
     }
 
