@@ -7,4 +7,5 @@ let commands: [any Command.Type] = [
     StatusCommand.self, CheckCommand.self, LintCommand.self, LogCommand.self, RescanCommand.self,
 ]
 
-exit(CommandLineTool.run(tool: "ostore", commands: commands, arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
+let arguments = Array(CommandLine.arguments.dropFirst())
+exit(CommandLineTool.run(tool: "ostore", commands: commands, arguments: arguments).rawValue)
