@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncServer", targets: ["SyncServer"]),
+        .library(name: "SyncClient", targets: ["SyncClient"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
@@ -45,6 +46,11 @@ let package = Package(
         .target(
             name: "SyncServer",
             dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib"]
+        ),
+        // The sync engine: the store's change log pushed and pulled through the protocol.
+        .target(
+            name: "SyncClient",
+            dependencies: ["OfflineStore", "SyncProtocol"]
         ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
@@ -100,6 +106,10 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: ["SyncServer", "SyncProtocol", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SyncEngineTests",
+            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "OfflineStore", "RemindersModel", "TestSupport"]
         ),
         .testTarget(
             name: "OfflineStoreTests",

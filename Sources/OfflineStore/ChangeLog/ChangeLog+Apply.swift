@@ -246,8 +246,11 @@ extension ChangeLog {
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)") ?? 0
     }
 
+    /// The site's number in `ostore_sites`. This store's own id gets a number too (never 0, which
+    /// means "written here, to be pushed"): a change of ours that comes back from the server (a
+    /// snapshot after the database was purged) is applied like any other and must not be queued
+    /// for pushing again.
     private func siteNumber(_ siteID: Data, _ db: Database) throws -> Int {
-        if siteID == identity.siteID { return 0 }
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_sites (siteID) VALUES (\(siteID))")
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_sites WHERE siteID = \(siteID)") ?? 0
     }

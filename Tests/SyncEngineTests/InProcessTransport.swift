@@ -1,0 +1,34 @@
+import Foundation
+import SyncClient
+import SyncServer
+
+/// A transport that hands each request straight to a `SyncService`, no network: the engine's
+/// logic tested against the real handlers and storage. `failNext` makes the next requests fail
+/// as a network fault would.
+final class InProcessTransport: SyncTransport, @unchecked Sendable {
+    // @unchecked Sendable: `failures` is only touched under `lock`; `service` is Sendable.
+    let service: SyncService
+    private let lock = NSLock()
+    private var failures = 0
+    private var requests: [String] = []
+
+    init(service: SyncService) { self.service = service }
+
+    func failNext(_ count: Int) { lock.withLock { failures = count } }
+    var paths: [String] { lock.withLock { requests } }
+
+    func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
+        let fail = lock.withLock {
+            requests.append(url.path)
+            defer { failures = max(failures - 1, 0) }
+            return failures > 0
+        }
+        if fail { throw SyncError(.transport, "connection refused (simulated)", isRetryable: true) }
+        var fields = HTTPHeaders()
+        for (name, value) in headers { fields.add(name: name, value: value) }
+        let response = service.handle(HTTPRequest(method: "POST", path: url.path, headers: fields, body: body))
+        return TransportReply(
+            status: response.status.rawValue, body: response.body,
+            retryAfterSeconds: response.headers["Retry-After"].flatMap(Double.init))
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import SyncClient
+import SyncProtocol
+import SyncServer
+import TestSupport
+import Testing
+
+/// A device: a Reminders store at one release and its engine, over an in-process server.
+private final class Device {
+    let db: Database
+    let log: ChangeLog
+    let engine: SyncEngine
+
+    init(
+        _ directory: TemporaryDirectory, _ name: String, release: Schema.Version? = nil,
+        transport: InProcessTransport, token: String
+    ) throws {
+        db = try Database(path: directory.path(name))
+        let migrator =
+            try release.map { try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: $0) }
+            ?? Migrator(plan: RemindersMigrationPlan.self)
+        log = try ChangeLog.open(db, migrator: migrator)
+        var configuration = SyncEngine.Configuration(
+            server: URL(string: "http://sync.invalid")!, dataset: "family", token: token)
+        configuration.retry.sleep = { _ in }
+        configuration.pushBatchSize = 7
+        configuration.pullPageSize = 5
+        engine = SyncEngine(db: db, log: log, transport: transport, configuration: configuration)
+    }
+
+    func rows(_ sql: SQL) throws -> [String] { try db.fetchAll(String.self, sql) }
+    func count(_ table: String) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM \(identifier: table)") ?? -1
+    }
+}
+
+@Suite("Sync engine against the server's handlers")
+struct SyncEngineTests {
+    let directory: TemporaryDirectory
+    let transport: InProcessTransport
+    let token: String
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
+        try storage.createDataset(named: "family")
+        token = try storage.createToken(dataset: "family", readOnly: false).secret
+        transport = InProcessTransport(service: SyncService(storage: storage))
+    }
+
+    @Test func twoDevicesConvergeAndNothingIsSentTwice() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        for index in 0..<20 {
+            try alice.db.execute(
+                "INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("t\(index)"), 'L')")
+        }
+        #expect(try alice.engine.sync().pushed == 21)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        let first = try bob.engine.sync()
+        #expect(first.pulled >= 21)
+        #expect(try bob.count("reminders") == 20)
+
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R1'")
+        try bob.db.execute("UPDATE reminders SET priority = 3 WHERE id = 'R1'")
+        try bob.db.execute("DELETE FROM reminders WHERE id = 'R2'")
+        for _ in 0..<2 {
+            try alice.engine.sync()
+            try bob.engine.sync()
+        }
+        let sql: SQL = "SELECT id || ':' || title || ':' || ifnull(priority, '-') FROM reminders ORDER BY id"
+        #expect(try alice.rows(sql) == bob.rows(sql))
+        #expect(try alice.rows("SELECT title || priority FROM reminders WHERE id = 'R1'") == ["Oat milk3"])
+        #expect(try alice.rows("SELECT id FROM reminders WHERE id = 'R2'").isEmpty)
+        // Caught up: another sync moves nothing.
+        let idle = try alice.engine.sync()
+        #expect(idle.pushed == 0 && idle.pulled == 0)
+    }
+
+    @Test func networkFaultsAreRetriedAndTheSyncCompletes() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        transport.failNext(3)
+        #expect(try alice.engine.sync().pushed == 1)
+        transport.failNext(100)
+        #expect(throws: SyncError.self) { try alice.engine.sync() }
+        #expect(try alice.engine.state().lastError?.contains("connection refused") == true)
+        transport.failNext(0)
+        try alice.engine.sync()
+        #expect(try alice.engine.state().lastError == nil)
+    }
+
+    @Test func olderAndNewerMinorReleasesSyncAndKeepWhatTheOlderDoesNotKnow() throws {
+        let old = try Device(directory, "old.sqlite", release: Schema.Version(1, 0), transport: transport, token: token)
+        let newer = try Device(
+            directory, "new.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
+        try newer.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try newer.db.execute("INSERT INTO reminders (id, title, listID, priority) VALUES ('R', 'Milk', 'L', 2)")
+        try newer.engine.sync()
+        let report = try old.engine.sync()
+        #expect(report.verdict == .newerSchemaAvailable)
+        #expect(try old.rows("SELECT title FROM reminders") == ["Milk"])
+        // The 1.0 client edits the title; the priority set on 1.1 survives.
+        try old.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        try old.engine.sync()
+        try newer.engine.sync()
+        #expect(try newer.rows("SELECT title || '/' || priority FROM reminders") == ["Oat milk/2"])
+    }
+
+    @Test func anOlderMajorIsToldToUpgradeAndKeepsItsQueue() throws {
+        let old = try Device(directory, "old.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
+        let next = try Device(directory, "next.sqlite", transport: transport, token: token)
+        try next.engine.sync()  // the dataset moves to 2.0
+        try old.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        let refusal = #expect(throws: SyncError.self) { try old.engine.sync() }
+        #expect(refusal?.kind == .upgradeRequired && refusal?.requiredMajorVersion == 2)
+        #expect(try old.log.pendingCount(old.db) == 1)
+        // After the upgrade the queue goes out.
+        try old.db.close()
+        let upgraded = try Device(directory, "old.sqlite", transport: transport, token: token)
+        #expect(try upgraded.engine.sync().pushed == 1)
+        try next.engine.sync()
+        #expect(try next.rows("SELECT name FROM remindersLists") == ["Home"])
+    }
+
+    @Test func aChangeTheServerRefusesIsKeptWithItsReasonAndTheRestGoesThrough() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'One')")
+        // A clock far in the future, as a device with a wrong wall clock would write.
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Two')")
+        let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        try alice.db.execute(
+            "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'B' AND columnName = ''")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")
+        let report = try alice.engine.sync()
+        #expect(report.rejected == 1 && report.pushed == 2)
+        let rejected = try alice.log.rejectedChanges(alice.db)
+        #expect(rejected.map(\.code) == ["clock_out_of_range"])
+        #expect(rejected.first?.change.contains(#""B""#) == true)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+    }
+
+    @Test func aPurgedDatabaseIsDownloadedAgainAndKeepsItsQueue() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        for index in 0..<12 {
+            try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')")
+        }
+        try alice.engine.sync()
+        try bob.engine.sync()
+        #expect(try bob.count("remindersLists") == 12)
+        try bob.db.close()
+        // The user's file is purged; the metadatabase stays.
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        let purged = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        #expect(purged.log.identity.state == .databaseRecreated)
+        try purged.engine.sync()
+        #expect(try purged.count("remindersLists") == 12)
+    }
+}
