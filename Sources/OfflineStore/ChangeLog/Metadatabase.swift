@@ -58,7 +58,9 @@ public enum Metadatabase {
 /// The metadatabase's own schema history.
 enum MetadatabasePlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [MetadatabaseV1.self, MetadatabaseV1_1.self]
-    static let stages: [MigrationStage] = [.lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self)]
+    static let stages: [MigrationStage] = [
+        .lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self)
+    ]
 }
 
 enum MetadatabaseV1: LibrarySchema {
