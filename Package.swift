@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "CommandLineTool"),
         .executableTarget(
             name: "Reminders",
-            dependencies: ["OfflineStore", "RemindersModel"],
+            dependencies: ["OfflineStore", "RemindersModel", "SyncClient"],
             path: "Samples/Reminders"
         ),
         // The child process the change-log crash test kills; not a user tool.

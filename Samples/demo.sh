@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# make demo: the Reminders sample living through three app releases on one database file.
-# Release 1.0 creates it, 1.1 upgrades it (lightweight stage), 2.0 upgrades it again (a table
-# rebuild that backfills dueAt and fills the search index); then 1.0 is refused on the 2.0 file.
+# make demo: the Reminders sample living through three app releases on one database file
+# (release 1.0 creates it, 1.1 upgrades it, 2.0 upgrades it again with a table rebuild; then 1.0
+# is refused on the 2.0 file), then three devices on different releases syncing through the
+# reference server, ostore-server, on embedded SQLite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift build -c release --product reminders >/dev/null
 swift build -c release --product ostore >/dev/null
+swift build -c release --product ostore-server >/dev/null
 reminders=".build/release/reminders"
 ostore=".build/release/ostore"
+server=".build/release/ostore-server"
 workdir=$(mktemp -d)
-trap 'rm -rf "$workdir"' EXIT
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    rm -rf "$workdir"
+}
+trap cleanup EXIT
 db="$workdir/reminders.sqlite"
 echo "db=$db"
 
@@ -21,6 +29,12 @@ step() {
     for argument in "$@"; do
         if [ "$argument" = "$db" ]; then
             shown+=('"$db"')
+        elif [ -n "${url:-}" ] && [ "$argument" = "$url" ]; then
+            shown+=('"$url"')
+        elif [ -n "${data:-}" ] && [ "$argument" = "$data" ]; then
+            shown+=('"$data"')
+        elif [ "$argument" = "${alice:-/}" ] || [ "$argument" = "${bob:-/}" ] || [ "$argument" = "${carol:-/}" ]; then
+            shown+=("\"\$$(basename "$argument" .sqlite)\"")
         elif [[ "$argument" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
             shown+=("$argument")
         elif [[ ! "$argument" =~ [\"\$\`\\!] ]]; then
@@ -39,6 +53,7 @@ show() {
     case "$1" in
         reminders) shift; "$reminders" "$@" ;;
         ostore) shift; "$ostore" "$@" ;;
+        ostore-server) shift; "$server" "$@" ;;
         *) "$@" ;;
     esac
 }
@@ -66,3 +81,48 @@ note "The migration ledger, read by the ostore tool (no app code needed):"
 show ostore status --db "$db"
 show ostore check --db "$db"
 printf '\nThe ledger records each stage once; values are bound, never interpolated, so the odd title is just a title.\n'
+
+note "Sync: the reference server on embedded SQLite, on a free port of 127.0.0.1."
+data="$workdir/server"
+show ostore-server dataset create reminders --data "$data"
+step ostore-server token create --dataset reminders --data '"$data"' 
+# The token goes into the environment (OSTORE_TOKEN), never onto a command line or the screen.
+OSTORE_TOKEN=$("$server" token create --dataset reminders --data "$data" 2>/dev/null)
+export OSTORE_TOKEN
+"$server" serve --data "$data" --port 0 >"$workdir/server.out" 2>"$workdir/server.log" &
+server_pid=$!
+for _ in $(seq 100); do grep -q listening "$workdir/server.out" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$workdir/server.out")
+echo "(server at $url, its request log in server.log)"
+alice="$workdir/alice.sqlite" bob="$workdir/bob.sqlite" carol="$workdir/carol.sqlite"
+
+note "Alice runs release 1.0, Bob 1.1: they sync together."
+show reminders --db "$alice" --schema 1.0 add "Buy milk" --list Home --due 2024-05-01 >/dev/null
+show reminders --db "$alice" --schema 1.0 sync --server "$url"
+show reminders --db "$bob" --schema 1.1 sync --server "$url"
+id=$("$reminders" --db "$bob" --schema 1.1 list --json | sed -n 's/.*"id": "\(.*\)".*/\1/p' | head -1)
+show reminders --db "$bob" --schema 1.1 edit "$id" --priority 1
+show reminders --db "$bob" --schema 1.1 sync --server "$url"
+
+note "Alice (1.0) edits the title; the priority Bob set on 1.1 survives: 1.0 does not know it and never sends it."
+show reminders --db "$alice" --schema 1.0 sync --server "$url"
+show reminders --db "$alice" --schema 1.0 edit "$id" --title "Buy oat milk"
+show reminders --db "$alice" --schema 1.0 sync --server "$url"
+show reminders --db "$bob" --schema 1.1 sync --server "$url"
+show reminders --db "$bob" --schema 1.1 list
+
+note "Carol installs release 2.0: the dataset moves to schema 2.0; dueAt is derived from the deprecated dueDate."
+show reminders --db "$carol" sync --server "$url"
+show reminders --db "$carol" list --json
+
+note "Bob, still on 1.1, moves the due date: the server tells him to upgrade, and his change stays queued."
+show reminders --db "$bob" --schema 1.1 edit "$id" --due 2024-06-15
+show reminders --db "$bob" --schema 1.1 sync --server "$url" || echo "(exit status $?)"
+show reminders --db "$bob" --schema 1.1 status
+
+note "Bob upgrades to 2.0: his queued change goes out, and Carol gets it."
+show reminders --db "$bob" sync --server "$url"
+show reminders --db "$carol" sync --server "$url"
+show reminders --db "$carol" list
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+printf '\nThe server logged one JSON line per request (%s lines), never a token.\n' "$(wc -l <"$workdir/server.log")"

@@ -8,10 +8,26 @@ enum Command {
     case addReminder(NewReminder)
     /// `list [--json] [--search TEXT]`
     case listReminders(ReminderListing)
-    /// `edit ID [--title T] [--priority N] [--notes T] [--done]`
+    /// `edit ID [--title T] [--priority N] [--notes T] [--due DATE] [--done]`
     case editReminder(ReminderEdit)
     /// `rm ID`
     case removeReminder(id: String)
+    /// `sync --server URL [--dataset NAME] [--token T | --token-file F]`
+    case sync(SyncTarget)
+    /// `daemon --server URL … [--interval S]`
+    case daemon(SyncTarget, interval: Double)
+    /// `status [--json]`
+    case status(asJSON: Bool)
+}
+
+/// Where and as whom to sync. The token comes from `--token`, the `OSTORE_TOKEN` environment
+/// variable or `--token-file` (so it need not appear in process lists); it is never printed.
+struct SyncTarget {
+    var server: URL
+    var dataset: String
+    var token: String
+    /// A CA certificate file to trust (for a server with a self-signed certificate).
+    var caFile: String?
 }
 
 /// The reminder `add` creates.
@@ -30,6 +46,7 @@ struct ReminderEdit {
     var title: String?
     var priority: Int?
     var notes: String?
+    var due: DueDate?
     var marksDone: Bool
 
     var changesSearchableText: Bool { title != nil || notes != nil }

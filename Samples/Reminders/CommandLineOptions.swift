@@ -1,3 +1,5 @@
+import Foundation
+
 /// The whole command line, understood: where the database is, which release to simulate, and
 /// the command. Everything a usage error can be found in is checked here, before the database
 /// is opened, so a wrong command line never creates or upgrades a file.
@@ -53,20 +55,37 @@ struct CommandLineOptions {
             return .listReminders(
                 ReminderListing(asJSON: scanned.flags.contains("--json"), search: try options.search()))
         case "edit":
-            try options.allowOnly(["--title", "--priority", "--notes", "--done"], in: "edit")
+            try options.allowOnly(["--title", "--priority", "--notes", "--due", "--done"], in: "edit")
             var title: String?
             if let newTitle = scanned.values["--title"] { title = try nonEmpty(newTitle, "--title") }
             let edit = ReminderEdit(
                 id: try single(operands, "ID", in: "edit"), title: title,
-                priority: try options.priority(), notes: try options.notes(),
+                priority: try options.priority(), notes: try options.notes(), due: try options.dueDate(),
                 marksDone: scanned.flags.contains("--done"))
-            guard edit.title != nil || edit.priority != nil || edit.notes != nil || edit.marksDone else {
-                throw .usage("edit needs at least one of --title, --priority, --notes, --done")
+            guard edit.title != nil || edit.priority != nil || edit.notes != nil || edit.due != nil || edit.marksDone
+            else {
+                throw .usage("edit needs at least one of --title, --priority, --notes, --due, --done")
             }
             return .editReminder(edit)
         case "rm":
             try options.allowOnly([], in: "rm")
             return .removeReminder(id: try single(operands, "ID", in: "rm"))
+        case "sync":
+            try options.allowOnly(SyncTarget.options, in: "sync")
+            guard operands.isEmpty else { throw .usage("sync takes no operands") }
+            return .sync(try SyncTarget(scanned))
+        case "daemon":
+            try options.allowOnly(SyncTarget.options.union(["--interval"]), in: "daemon")
+            guard operands.isEmpty else { throw .usage("daemon takes no operands") }
+            let text = scanned.values["--interval"] ?? "30"
+            guard let interval = Double(text), interval >= 1, interval <= 86_400 else {
+                throw .usage("--interval must be a number of seconds from 1 to 86400, not \"\(text)\"")
+            }
+            return .daemon(try SyncTarget(scanned), interval: interval)
+        case "status":
+            try options.allowOnly(["--json"], in: "status")
+            guard operands.isEmpty else { throw .usage("status takes no operands") }
+            return .status(asJSON: scanned.flags.contains("--json"))
         default:
             throw .usage("unknown command \"\(name)\"")
         }
@@ -87,6 +106,32 @@ struct CommandLineOptions {
     private static func nonEmpty(_ text: String, _ name: String) throws(CommandFailure) -> String {
         guard !text.isEmpty else { throw .usage("\(name) must not be empty") }
         return text
+    }
+}
+
+extension SyncTarget {
+    static let options: Set<String> = ["--server", "--dataset", "--token", "--token-file", "--ca-file"]
+
+    init(_ scanned: ScannedArguments) throws(CommandFailure) {
+        guard let text = scanned.values["--server"] else { throw .usage("missing --server URL") }
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
+        else { throw .usage("--server must be an http:// or https:// URL, not \"\(text)\"") }
+        server = url
+        dataset = scanned.values["--dataset"] ?? "reminders"
+        caFile = scanned.values["--ca-file"]
+        if let token = scanned.values["--token"] {
+            self.token = token
+        } else if let token = ProcessInfo.processInfo.environment["OSTORE_TOKEN"], !token.isEmpty {
+            self.token = token
+        } else if let file = scanned.values["--token-file"] {
+            guard let contents = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw .usage("cannot read the token file \(file)")
+            }
+            token = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            throw .usage("give the token with --token, the OSTORE_TOKEN environment variable or --token-file")
+        }
+        guard !token.isEmpty else { throw .usage("the token is empty") }
     }
 }
 

@@ -36,6 +36,11 @@ enum ReminderCommands {
         if let priority = edit.priority { assignments.append("priority = \(priority)") }
         if let notes = edit.notes { assignments.append("notes = \(notes)") }
         if edit.marksDone { assignments.append("isDone = \(true)") }
+        if let due = edit.due {
+            // dueDate at every release (1.x reads only it); at 2.0 dueAt too.
+            assignments.append("dueDate = \(due.text)")
+            if release.has(.dueAtAndSearch) { assignments.append("dueAt = \(due.secondsSince1970)") }
+        }
         try db.execute(
             "UPDATE reminders SET \(SQL.joined(assignments, separator: ", ")) WHERE id = \(edit.id)")
         // SQLite counts a matched row as changed even when its values stay the same, so 0 means

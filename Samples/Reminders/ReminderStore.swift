@@ -1,10 +1,17 @@
 import OfflineStore
 import RemindersModel
 
+/// The app's database with its change log: every write the app makes is recorded for sync.
+struct OpenedStore {
+    let db: Database
+    let log: ChangeLog
+}
+
 /// Opens the database as the simulated release would: creates it or upgrades it to the
-/// release's schema with the Reminders migration plan, and refuses a file a newer release wrote.
+/// release's schema with the Reminders migration plan, refuses a file a newer release wrote, and
+/// opens the change log (the metadatabase beside it, the tracking triggers).
 enum ReminderStore {
-    static func open(path: String, release: AppRelease) throws -> Database {
+    static func open(path: String, release: AppRelease) throws -> OpenedStore {
         var configuration = Configuration()
         configuration.logHandler = StandardErrorLogHandler(label: "reminders", minimumLevel: .warning)
         let db: Database
@@ -14,15 +21,14 @@ enum ReminderStore {
             throw CommandFailure.runtime("cannot open \(path): \(error)")
         }
         do {
-            try migrate(db, path: path, release: release)
+            return OpenedStore(db: db, log: try openChangeLog(db, path: path, release: release))
         } catch {
             try? db.close()
             throw error
         }
-        return db
     }
 
-    private static func migrate(_ db: Database, path: String, release: AppRelease) throws {
+    private static func openChangeLog(_ db: Database, path: String, release: AppRelease) throws -> ChangeLog {
         var options = Migrator.Options()
         let progressLine = StandardError.isTerminal ? MigrationProgressLine() : nil
         defer { progressLine?.finish() }
@@ -32,6 +38,8 @@ enum ReminderStore {
         let migrator = try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: release.version, options: options)
         let releaseName = "release \(AppRelease.shortForm(release.version))"
         do {
+            // Migrated before the change log opens: a file from a newer release is refused before
+            // anything (the metadatabase included) is created or changed.
             try migrator.migrate(db)
         } catch {
             guard error.kind == .databaseNewerThanPlan else {
@@ -44,5 +52,6 @@ enum ReminderStore {
                     + "schemas up to \(release.version) and will not open it. Nothing was modified: open it with a "
                     + "newer --schema (the latest is \(AppRelease.shortForm(AppRelease.latest.version))).")
         }
+        return try ChangeLog.open(db, migrator: migrator)
     }
 }

@@ -6,7 +6,8 @@
 struct ScannedArguments {
     /// Options that take a value, and flags; anything else that starts with `-` is a usage error.
     static let valueOptions: Set<String> = [
-        "--db", "--schema", "--list", "--priority", "--due", "--notes", "--search", "--title",
+        "--db", "--schema", "--list", "--priority", "--due", "--notes", "--search", "--title", "--server",
+        "--dataset", "--token", "--token-file", "--interval", "--ca-file",
     ]
     static let flagOptions: Set<String> = ["--json", "--done"]
 

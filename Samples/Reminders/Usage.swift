@@ -24,9 +24,20 @@ enum Usage {
                                       every column of the reminders table (keys sorted, NULL as
                                       null); --search finds TEXT as a phrase in titles and notes,
                                       best match first (schema 2.0)
-          edit ID [--title TEXT] [--priority N] [--notes TEXT] [--done]
+          edit ID [--title TEXT] [--priority N] [--notes TEXT] [--due YYYY-MM-DD] [--done]
                                       change a reminder (--priority and --notes: schema 1.1 or later)
           rm ID                       delete a reminder (and its tags)
+          sync --server URL [--dataset NAME] [--token TOKEN | --token-file FILE] [--ca-file FILE]
+                                      push this database's changes to an ostore-server and pull
+                                      everyone else's (dataset: "reminders" by default). The token
+                                      may also come from the OSTORE_TOKEN environment variable; it
+                                      is never printed. --ca-file trusts a certificate (HTTPS)
+          daemon --server URL … [--interval S]
+                                      sync every S seconds (default 30) and a moment after local
+                                      changes, backing off while the server is unreachable, until
+                                      SIGTERM or SIGINT; one line per sync on stdout
+          status [--json]             changes waiting to be pushed, each server's last sync and
+                                      error, negotiated versions, changes the server refused
 
         options:
           --db PATH                   the database file (created if missing)

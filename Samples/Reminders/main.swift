@@ -5,7 +5,8 @@ import OfflineStore
 // (usage errors end here, before any file is touched), opens and migrates the database as the
 // chosen release, runs the command in one transaction and prints its output after the commit.
 
-func perform(_ command: Command, release: AppRelease, in db: Database) throws -> String {
+func perform(_ command: Command, release: AppRelease, in store: OpenedStore) throws -> String {
+    let db = store.db
     switch command {
     case .showLists:
         return try db.transaction { db in try ListCommands.show(in: db) }
@@ -23,6 +24,13 @@ func perform(_ command: Command, release: AppRelease, in db: Database) throws ->
     case .removeReminder(let id):
         try db.transaction(.immediate) { db in try ReminderCommands.remove(id: id, release: release, in: db) }
         return ""
+    case .sync(let target):
+        return try SyncCommands.sync(target, release: release, store: store)
+    case .daemon(let target, let interval):
+        try SyncCommands.daemon(target, interval: interval, release: release, store: store)
+        return ""
+    case .status(let asJSON):
+        return try SyncCommands.status(asJSON: asJSON, release: release, store: store)
     }
 }
 
@@ -33,10 +41,10 @@ func run(_ arguments: [String]) -> Int32 {
     }
     do {
         let options = try CommandLineOptions(parsing: arguments)
-        let db = try ReminderStore.open(path: options.databasePath, release: options.release)
+        let store = try ReminderStore.open(path: options.databasePath, release: options.release)
         // Closing checkpoints the WAL into the file and removes the -wal and -shm files.
-        defer { try? db.close() }
-        let output = try perform(options.command, release: options.release, in: db)
+        defer { try? store.db.close() }
+        let output = try perform(options.command, release: options.release, in: store)
         if !output.isEmpty { print(output) }
         return ExitStatus.success
     } catch let failure as CommandFailure {

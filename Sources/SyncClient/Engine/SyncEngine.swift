@@ -43,6 +43,11 @@ public final class SyncEngine {
     public let configuration: Configuration
     let site: SiteID
     private var checkedPurge = false
+    /// Runs after each pulled page is applied, on the same connection: where an app keeps what it
+    /// derives from synced columns in step (a derived column, a search index), also for changes
+    /// made by older releases that do not know the derived column. Its writes are recorded and
+    /// pushed like any local write.
+    public var afterApplyingChanges: ((Database) throws -> Void)?
 
     public init(db: Database, log: ChangeLog, transport: any SyncTransport, configuration: Configuration) {
         self.db = db
@@ -176,6 +181,9 @@ public final class SyncEngine {
             if !page.changes.isEmpty {
                 let outcome = try store { try log.apply(page.changes.map(RemoteChange.init), to: db) }
                 report.stashed = outcome.stashed
+                if let afterApplyingChanges {
+                    try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
+                }
             }
             report.pulled += page.changes.count
             // Saved only once the page is applied: a crash in between pulls the page again, and

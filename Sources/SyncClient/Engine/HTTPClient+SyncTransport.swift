@@ -1,0 +1,21 @@
+import Foundation
+
+/// The libcurl client is the engine's transport: the POST goes out on its one reused handle,
+/// a network fault becomes a ``SyncError`` of kind `transport` (retryable when curl says the
+/// fault is passing), and `Retry-After` is read from the answer.
+extension HTTPClient: SyncTransport {
+    public func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
+        var fields = HTTPClientHeaders()
+        for (name, value) in headers { fields[name] = value }
+        let response: HTTPClientResponse
+        do {
+            response = try send(HTTPClientRequest(method: .post, url: url, headers: fields, body: body))
+        } catch {
+            throw SyncError(.transport, error.description, isRetryable: error.isRetryable)
+        }
+        let retryAfter = response.retryAfter().map { duration in
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        return TransportReply(status: response.status, body: response.body, retryAfterSeconds: retryAfter)
+    }
+}
