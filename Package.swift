@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "OfflineStoreTesting", targets: ["OfflineStoreTesting"]),
         .library(name: "SyncProtocol", targets: ["SyncProtocol"]),
         .library(name: "SyncServer", targets: ["SyncServer"]),
+        .library(name: "SyncClient", targets: ["SyncClient"]),
         .executable(name: "reminders", targets: ["Reminders"]),
         .executable(name: "ostore-bench", targets: ["ostore-bench"]),
         .executable(name: "ostore", targets: ["ostore"]),
@@ -29,6 +30,12 @@ let package = Package(
             name: "CZlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libcurl (OpenSSL build) from Debian's libcurl4-openssl-dev, plus typed shims for curl_easy_setopt
+        // and curl_easy_getinfo (variadic).
+        .systemLibrary(
+            name: "CCurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
@@ -46,6 +53,11 @@ let package = Package(
             name: "SyncServer",
             dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib"]
         ),
+        // The sync client: the HTTP transport over libcurl (Transport/); the sync engine comes next.
+        .target(
+            name: "SyncClient",
+            dependencies: ["CCurl", "CZlib", "SyncProtocol"]
+        ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
             name: "OfflineStoreTesting",
@@ -58,7 +70,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "ostore-bench",
-            dependencies: ["OfflineStore", "CReferenceBench", "RemindersModel"]
+            dependencies: [
+                "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
+            ]
         ),
         // The sample app's schema history, a library so tests and the benchmark can use it.
         .target(
@@ -92,14 +106,20 @@ let package = Package(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
         ),
-        // What every test target shares: temporary directories, locks, waiting, built products.
+        // What every test target shares: temporary directories, locks, waiting, built products, and an
+        // `ostore-server` process to talk to.
         .target(
             name: "TestSupport",
+            dependencies: ["SyncServer", "SyncProtocol"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "SyncServerTests",
             dependencies: ["SyncServer", "SyncProtocol", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SyncClientTests",
+            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "TestSupport"]
         ),
         .testTarget(
             name: "OfflineStoreTests",
