@@ -1,8 +1,8 @@
 # The two commands of the README: `make test` and `make demo`.
 # Each first installs the Debian packages the package links against (SQLite, libmicrohttpd,
-# zlib, libcrypto) and the commands the demo and tests run (sqlite3, openssl).
+# zlib, libcrypto, libcurl) and the commands the demo and tests run (sqlite3, openssl).
 
-DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev openssl
+DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl
 SWIFT ?= swift
 
 .PHONY: test demo deps bench format lint

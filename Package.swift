@@ -30,6 +30,12 @@ let package = Package(
             name: "CZlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libcurl (OpenSSL build) from Debian's libcurl4-openssl-dev, plus typed shims for curl_easy_setopt
+        // and curl_easy_getinfo (variadic).
+        .systemLibrary(
+            name: "CCurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
@@ -47,10 +53,10 @@ let package = Package(
             name: "SyncServer",
             dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib"]
         ),
-        // The sync engine: the store's change log pushed and pulled through the protocol.
+        // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
         .target(
             name: "SyncClient",
-            dependencies: ["OfflineStore", "SyncProtocol"]
+            dependencies: ["CCurl", "CZlib", "SyncProtocol", "OfflineStore"]
         ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(
@@ -64,7 +70,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "ostore-bench",
-            dependencies: ["OfflineStore", "CReferenceBench", "RemindersModel"]
+            dependencies: [
+                "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
+            ]
         ),
         // The sample app's schema history, a library so tests and the benchmark can use it.
         .target(
@@ -98,9 +106,11 @@ let package = Package(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
         ),
-        // What every test target shares: temporary directories, locks, waiting, built products.
+        // What every test target shares: temporary directories, locks, waiting, built products, and an
+        // `ostore-server` process to talk to.
         .target(
             name: "TestSupport",
+            dependencies: ["SyncServer", "SyncProtocol"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -110,6 +120,10 @@ let package = Package(
         .testTarget(
             name: "SyncEngineTests",
             dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "OfflineStore", "RemindersModel", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SyncClientTests",
+            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "TestSupport"]
         ),
         .testTarget(
             name: "OfflineStoreTests",

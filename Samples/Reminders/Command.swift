@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the user asked the tool to do, with its operands checked.
 enum Command {
     /// `lists`

@@ -50,17 +50,19 @@ enum SyncCommands {
         configuration.interval = interval
         let daemon = SyncDaemon(engine: engine, db: store.db, log: store.log, configuration: configuration)
         let stop = StopRequest()
-        print("syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
+        // Written straight to the file descriptor: each line reaches a pipe or a log file at
+        // once, not when a buffer fills.
+        func line(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+        line("syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
         daemon.run(until: { stop.isRequested }) { status in
             let time = ISO8601DateFormatter().string(from: Date())
             if let error = status.lastError {
-                print("\(time) sync failed (\(status.consecutiveFailures) in a row): \(message(for: error, store: store))")
+                line("\(time) sync failed (\(status.consecutiveFailures) in a row): \(message(for: error, store: store))")
             } else if let report = status.lastReport {
-                print("\(time) synced: pushed \(report.pushed), pulled \(report.pulled), \(status.pendingChanges) pending")
+                line("\(time) synced: pushed \(report.pushed), pulled \(report.pulled), \(status.pendingChanges) pending")
             }
-            fflush(stdout)
         }
-        print("stopped")
+        line("stopped")
     }
 
     static func status(asJSON: Bool, release: AppRelease, store: OpenedStore) throws -> String {

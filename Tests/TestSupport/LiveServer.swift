@@ -1,0 +1,141 @@
+import Foundation
+import SyncProtocol
+import SyncServer
+
+/// An `ostore-server serve` process on 127.0.0.1 and a free port, over a data directory of the
+/// test's own; stopped (SIGTERM) when the test drops it. Give `--tls-cert FILE --tls-key FILE` in
+/// `arguments` for HTTPS.
+///
+/// ```swift
+/// let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
+/// let token = try makeDataset(server, "family")
+/// // talk to server.baseURL
+/// ```
+///
+/// `@unchecked Sendable`: `process`, `port` and `scheme` change only in `killAndRestart()`, which a
+/// test calls while no other thread uses the server; everything else is immutable or a thread-safe
+/// pipe.
+public final class LiveServer: @unchecked Sendable {
+    public let dataDirectory: URL
+    public let arguments: [String]
+    public private(set) var process: Process
+    public private(set) var port: UInt16
+    /// `http` or `https`, as the server reported it.
+    public private(set) var scheme: String
+    /// Where the server's standard error (its request log) goes, appended across restarts.
+    public let logFile: URL
+
+    public init(dataDirectory: URL, arguments: [String] = []) throws {
+        self.dataDirectory = dataDirectory
+        self.arguments = arguments
+        logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        (process, scheme, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` (or https).
+    public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
+
+    private static func start(dataDirectory: URL, arguments: [String], log: URL) throws -> (Process, String, UInt16) {
+        let process = Process()
+        process.executableURL = try builtProduct("ostore-server")
+        process.arguments = ["serve", "--data", dataDirectory.path, "--port", "0"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        // A file, not a pipe: a pipe nobody reads would fill and block the server.
+        let logHandle = try FileHandle(forWritingTo: log)
+        logHandle.seekToEndOfFile()
+        process.standardError = logHandle
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw ServerStartFailure(output: String(decoding: line, as: UTF8.self)) }
+            line += chunk
+        }
+        // "listening on http://127.0.0.1:PORT" or https.
+        let text = String(decoding: line, as: UTF8.self)
+        guard let address = text.split(separator: " ").last?.split(separator: "\n").first,
+            let schemeEnd = address.range(of: "://"),
+            let portText = address.split(separator: ":").last,
+            let port = UInt16(portText.trimmingCharacters(in: .whitespaces))
+        else { throw ServerStartFailure(output: text) }
+        return (process, String(address[..<schemeEnd.lowerBound]), port)
+    }
+
+    /// Stops with SIGTERM and returns the exit status.
+    @discardableResult
+    public func stop() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Kills with SIGKILL (no chance to finish anything) and starts again on the same data.
+    public func killAndRestart() throws {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        (process, scheme, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
+    }
+
+    /// The server's resident memory in kB, from /proc (`VmRSS`).
+    public var residentKilobytes: Int { statusKilobytes("VmRSS:") }
+
+    /// The server's peak resident memory in kB, from /proc (`VmHWM`).
+    public var peakResidentKilobytes: Int { statusKilobytes("VmHWM:") }
+
+    private func statusKilobytes(_ field: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Opens the same storage the server uses, for setting up datasets and tokens.
+    public func storage() throws -> SQLiteSyncStorage { try SQLiteSyncStorage(directory: dataDirectory) }
+}
+
+public struct ServerStartFailure: Error, CustomStringConvertible {
+    public let output: String
+    public var description: String { "ostore-server did not report its address; it printed: \(output)" }
+}
+
+/// Makes a dataset (unless it exists) and a token for it on `server`'s storage; returns the token.
+public func makeDataset(_ server: LiveServer, _ name: String, readOnly: Bool = false) throws -> String {
+    let storage = try server.storage()
+    if try !storage.datasets().contains(where: { $0.name == name }) { try storage.createDataset(named: name) }
+    return try storage.createToken(dataset: name, readOnly: readOnly).secret
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost and its key, made with the `openssl`
+/// command in `directory`, valid for a day.
+public func makeSelfSignedCertificate(in directory: TemporaryDirectory, name: String) throws -> (
+    certificate: String, key: String
+) {
+    let certificate = directory.path("\(name)-cert.pem")
+    let key = directory.path("\(name)-key.pem")
+    let result = try run(
+        "/usr/bin/openssl",
+        [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out", certificate,
+        ])
+    guard result.status == 0 else {
+        throw CommandFailure(
+            command: "openssl req", status: result.status, error: String(decoding: result.error, as: UTF8.self))
+    }
+    return (certificate, key)
+}
+
+public struct CommandFailure: Error, CustomStringConvertible {
+    public let command: String
+    public let status: Int32
+    public let error: String
+    public var description: String { "\(command) exited with \(status): \(error)" }
+}
