@@ -94,7 +94,7 @@ let package = Package(
         .target(name: "CommandLineTool"),
         .executableTarget(
             name: "Reminders",
-            dependencies: ["OfflineStore", "RemindersModel", "SyncClient"],
+            dependencies: ["OfflineStore", "RemindersModel", "SyncClient", "CommandLineTool"],
             path: "Samples/Reminders"
         ),
         // The child process the change-log crash test kills; not a user tool.

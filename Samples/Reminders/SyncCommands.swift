@@ -1,7 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncClient
-import Synchronization
+import CommandLineTool
 
 /// `sync`, `daemon` and `status`: the store synced through an `ostore-server`.
 enum SyncCommands {
@@ -45,16 +45,16 @@ enum SyncCommands {
 
     /// Syncs at the interval and soon after local changes until SIGTERM or SIGINT.
     static func daemon(_ target: SyncTarget, interval: Double, release: AppRelease, store: OpenedStore) throws {
+        let stop = StopSignals()
         let engine = try engine(target, release: release, store: store, attempts: 1)
         var configuration = SyncDaemon.Configuration()
         configuration.interval = interval
         let daemon = SyncDaemon(engine: engine, db: store.db, log: store.log, configuration: configuration)
-        let stop = StopRequest()
         // Written straight to the file descriptor: each line reaches a pipe or a log file at
         // once, not when a buffer fills.
         func line(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
         line("syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
-        daemon.run(until: { stop.isRequested }) { status in
+        daemon.run(until: { stop.isRaised }) { status in
             let time = ISO8601DateFormatter().string(from: Date())
             if let error = status.lastError {
                 line("\(time) sync failed (\(status.consecutiveFailures) in a row): \(message(for: error, store: store))")
@@ -120,29 +120,6 @@ enum SyncCommands {
             return "sync failed: \(error)"
         }
     }
-}
-
-/// SIGTERM and SIGINT turned into a flag the daemon polls, so it stops between syncs.
-final class StopRequest {
-    private final class Flag: Sendable {
-        let raised = Atomic(false)
-    }
-
-    private let flag = Flag()
-    private var sources: [any DispatchSourceSignal] = []
-
-    init() {
-        for signalNumber in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { [flag] in flag.raised.store(true, ordering: .relaxed) }
-            source.resume()
-            // After the source is resumed, so the signal is never ignored with nobody listening.
-            signal(signalNumber, SIG_IGN)
-            sources.append(source)
-        }
-    }
-
-    var isRequested: Bool { flag.raised.load(ordering: .relaxed) }
 }
 
 /// `pulled 1200 of 5000 changes` on one line, rewritten in place on a terminal.

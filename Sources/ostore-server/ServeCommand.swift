@@ -29,6 +29,8 @@ enum ServeCommand: Command {
         """
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
+        // Before any thread starts, so a signal sent right after the "listening" line is never lost.
+        let stopSignals = StopSignals()
         guard arguments.positionals.isEmpty else {
             Console.error("ostore-server serve: unexpected \(arguments.positionals[0])")
             return .failure
@@ -47,8 +49,6 @@ enum ServeCommand: Command {
             return .failure
         }
         guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
-        // Before anything can be reported as listening, so a signal sent right after is not lost.
-        let stopSignal = StopSignal()
         var limits = Limits.standard
         limits.maxBodyBytes = maxBody
         let service = SyncService(storage: storage, limits: limits)
@@ -72,32 +72,9 @@ enum ServeCommand: Command {
         service.reportOpenConnections { [weak server] in server?.openConnections ?? 0 }
         let scheme = certificate == nil ? "http" : "https"
         Console.output("listening on \(scheme)://\(configuration.address):\(server.port)")
-        stopSignal.wait()
+        stopSignals.wait()
         let drained = server.stop(gracePeriod: .seconds(10))
         RequestLog.write(["event": "stopped", "drained": drained ? "true" : "false"])
         return .success
-    }
-}
-
-/// SIGTERM and SIGINT, caught from the moment it is made: the default action is replaced by a
-/// dispatch source, so the signal wakes ``wait()`` instead of killing the process.
-private final class StopSignal {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private var sources: [any DispatchSourceSignal] = []
-
-    init() {
-        for signalNumber in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { [semaphore] in semaphore.signal() }
-            source.resume()
-            sources.append(source)
-            // After the source is resumed, so there is no moment when the signal is ignored.
-            signal(signalNumber, SIG_IGN)
-        }
-    }
-
-    func wait() {
-        semaphore.wait()
-        for source in sources { source.cancel() }
     }
 }
