@@ -85,7 +85,7 @@ printf '\nThe ledger records each stage once; values are bound, never interpolat
 note "Sync: the reference server on embedded SQLite, on a free port of 127.0.0.1."
 data="$workdir/server"
 show ostore-server dataset create reminders --data "$data"
-step ostore-server token create --dataset reminders --data '"$data"' 
+step ostore-server token create --dataset reminders --data "$data"
 # The token goes into the environment (OSTORE_TOKEN), never onto a command line or the screen.
 OSTORE_TOKEN=$("$server" token create --dataset reminders --data "$data" 2>/dev/null)
 export OSTORE_TOKEN

@@ -85,6 +85,7 @@ public final class SyncEngine {
             report.datasetSchemaVersion = hello.datasetSchemaVersion
             state.protocolVersion = hello.protocolVersion
             state.datasetSchemaVersion = hello.datasetSchemaVersion?.description
+            try check(hello)
             try push(limits: hello.limits, report: &report)
             try pull(state: &state, limits: hello.limits, report: &report, progress: progress)
             state.lastSyncAt = Date()
@@ -102,10 +103,14 @@ public final class SyncEngine {
 
     private func negotiate() throws(SyncError) -> HelloResponse {
         let schema = SchemaDescription(log.schema)
-        let hello: HelloResponse = try exchange("hello", HelloRequest(site: site, schema: schema))
+        return try exchange("hello", HelloRequest(site: site, schema: schema))
+    }
+
+    /// Stops the sync unless the verdict lets it go on (the state keeps what the hello said).
+    private func check(_ hello: HelloResponse) throws(SyncError) {
         switch hello.verdict {
         case .compatible, .newerSchemaAvailable:
-            return hello
+            return
         case .upgradeRequired:
             throw SyncError(
                 .upgradeRequired, hello.message, requiredMajorVersion: hello.requiredMajorVersion)
