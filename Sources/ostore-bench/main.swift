@@ -1,10 +1,12 @@
 import Foundation
 
-// ostore-bench GROUP [--rows N] [--runs N] [--json]
+// ostore-bench GROUP [--rows N] [--runs N] [--json]; ostore-bench server --backend sqlite [options]
 // Prints, per workload, the median time of ours and of what it is compared with, and their ratio.
 
 let usage = """
     usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
+           ostore-bench server [--backend sqlite] [--changes N] [--clients 1,4,16] [--batch N]
+                               [--pull-limit N] [--server-threads N] [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -12,6 +14,12 @@ let usage = """
       changelog  inserts, one-column updates and deletes with the change log tracking them, against the
                  same statements untracked in C; the metadatabase's size after the inserts; the time and
                  peak memory of reading 5 x --rows pending changes, in a child process
+      server     an ostore-server process (the one built next to ostore-bench: `swift build -c release`
+                 first) on a fresh data directory per client count; each client a thread with its own
+                 HTTPClient and site pushes its share of --changes (default 100000) in batches of --batch
+                 (default 1000), then every client pulls everything from a fresh cursor in pages of
+                 --pull-limit (default 1000); reports changes/s, p50/p99 request latency, the server's CPU
+                 time and peak memory (VmHWM), and whether 4 clients push 50000 changes/s or more
       --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
@@ -39,6 +47,49 @@ if group == PendingReadProbe.subcommand {
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("ostore-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if group == "server" {
+    var server = ServerBenchOptions()
+    while let flag = arguments.first {
+        arguments.removeFirst()
+        if flag == "--json" {
+            server.json = true
+            continue
+        }
+        guard let value = arguments.first else {
+            FileHandle.standardError.write(Data("ostore-bench server: \(flag) needs a value\n\(usage)\n".utf8))
+            exit(2)
+        }
+        arguments.removeFirst()
+        let number = Int(value).flatMap { $0 > 0 ? $0 : nil }
+        switch (flag, number) {
+        case ("--backend", _): server.backend = value
+        case ("--server", _): server.server = value
+        case ("--changes", let number?): server.changes = number
+        case ("--batch", let number?): server.batch = number
+        case ("--pull-limit", let number?): server.pullLimit = number
+        case ("--server-threads", let number?): server.serverThreads = number
+        case ("--clients", _):
+            let counts = value.split(separator: ",").map { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+            guard !counts.isEmpty, counts.allSatisfy({ $0 != nil }) else {
+                FileHandle.standardError.write(Data("ostore-bench server: --clients takes counts like 1,4,16\n".utf8))
+                exit(2)
+            }
+            server.clients = counts.map { $0! }
+        default:
+            FileHandle.standardError.write(Data("ostore-bench server: bad option \(flag) \(value)\n\(usage)\n".utf8))
+            exit(2)
+        }
+    }
+    do {
+        let results = try ServerWorkloads(options: server).run()
+        print(server.json ? ServerResult.json(results) : ServerResult.table(results))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("ostore-bench server: \(error)\n".utf8))
         exit(1)
     }
 }

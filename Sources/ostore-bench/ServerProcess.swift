@@ -1,0 +1,100 @@
+import Foundation
+import SyncServer
+
+/// An `ostore-server serve` process the server benchmark talks to: the executable built next to
+/// `ostore-bench` (or `--server PATH`), on 127.0.0.1 and a free port, over a data directory the
+/// benchmark made (with a dataset and a token) before starting it. Its request log goes to a file.
+final class ServerProcess {
+    let process: Process
+    let port: UInt16
+    let token: String
+    static let dataset = "bench"
+
+    /// The `ostore-server` beside this executable, unless `path` names one.
+    static func executable(_ path: String?) throws -> URL {
+        if let path { return URL(fileURLWithPath: path) }
+        let bench = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let server = bench.deletingLastPathComponent().appendingPathComponent("ostore-server")
+        guard FileManager.default.isExecutableFile(atPath: server.path) else {
+            throw BenchmarkFailure(
+                description:
+                    "no ostore-server next to ostore-bench (\(server.path)); build both with `swift build -c release` "
+                    + "or give --server PATH")
+        }
+        return server
+    }
+
+    init(executable: URL, directory: URL, threads: Int) throws {
+        let data = directory.appendingPathComponent("data")
+        // The same storage calls `ostore-server dataset create` and `token create` make.
+        let storage = try SQLiteSyncStorage(directory: data)
+        try storage.createDataset(named: Self.dataset)
+        token = try storage.createToken(dataset: Self.dataset, readOnly: false).secret
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["serve", "--data", data.path, "--port", "0", "--threads", String(threads)]
+        let output = Pipe()
+        process.standardOutput = output
+        let log = directory.appendingPathComponent("server.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        // A file, not a pipe: a pipe nobody reads would fill and block the server.
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else {
+                throw BenchmarkFailure(
+                    description: "ostore-server did not start: \(String(decoding: line, as: UTF8.self))")
+            }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let portText = text.split(separator: ":").last, let port = UInt16(portText) else {
+            process.terminate()
+            throw BenchmarkFailure(description: "ostore-server printed \(text.debugDescription), not its address")
+        }
+        self.process = process
+        self.port = port
+    }
+
+    deinit {
+        stop()
+    }
+
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/v1/datasets/\(Self.dataset)")! }
+
+    /// SIGTERM, then SIGKILL if the server has not exited within 30 s (a server under valgrind may
+    /// never see the SIGTERM).
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// The server's peak resident memory (`VmHWM`) in bytes.
+    func peakResidentBytes() -> Int {
+        statusField("VmHWM:") * 1024
+    }
+
+    /// User plus system CPU time the server has used so far, in seconds (`/proc/PID/stat`, fields 14 and 15).
+    func cpuSeconds() -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // Fields after the command name (which may hold spaces), starting with field 3 (state).
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    private func statusField(_ name: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
+        return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
+    }
+}
