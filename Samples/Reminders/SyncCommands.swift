@@ -1,7 +1,7 @@
+import CommandLineTool
 import Foundation
 import OfflineStore
 import SyncClient
-import CommandLineTool
 
 /// `sync`, `daemon` and `status`: the store synced through an `ostore-server`.
 enum SyncCommands {
@@ -16,7 +16,8 @@ enum SyncCommands {
         } catch {
             throw CommandFailure.runtime("cannot set up HTTP: \(error)")
         }
-        var configuration = SyncEngine.Configuration(server: target.server, dataset: target.dataset, token: target.token)
+        var configuration = SyncEngine.Configuration(
+            server: target.server, dataset: target.dataset, token: target.token)
         configuration.retry.maximumAttempts = attempts
         let engine = SyncEngine(db: store.db, log: store.log, transport: transport, configuration: configuration)
         if release.has(.dueAtAndSearch) { engine.afterApplyingChanges = ReleaseTwoDerivations.apply }
@@ -30,7 +31,8 @@ enum SyncCommands {
         defer { line?.finish() }
         do {
             let report = try engine.sync { progress in line?.report(progress) }
-            var text = "synced with \(target.server.absoluteString) (dataset \(target.dataset)): pushed \(report.pushed), "
+            var text =
+                "synced with \(target.server.absoluteString) (dataset \(target.dataset)): pushed \(report.pushed), "
             text += "pulled \(report.pulled)"
             if report.rejected > 0 { text += ", \(report.rejected) refused by the server (see `status`)" }
             if report.stashed > 0 { text += ", \(report.stashed) kept for a newer schema" }
@@ -53,15 +55,22 @@ enum SyncCommands {
         // Written straight to the file descriptor: each line reaches a pipe or a log file at
         // once, not when a buffer fills.
         func line(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-        line("syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
-        daemon.run(until: { stop.isRaised }) { status in
-            let time = ISO8601DateFormatter().string(from: Date())
-            if let error = status.lastError {
-                line("\(time) sync failed (\(status.consecutiveFailures) in a row): \(message(for: error, store: store))")
-            } else if let report = status.lastReport {
-                line("\(time) synced: pushed \(report.pushed), pulled \(report.pulled), \(status.pendingChanges) pending")
-            }
-        }
+        line(
+            "syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
+        daemon.run(
+            until: { stop.isRaised },
+            report: { status in
+                let time = ISO8601DateFormatter().string(from: Date())
+                if let error = status.lastError {
+                    line(
+                        "\(time) sync failed (\(status.consecutiveFailures) in a row): \(message(for: error, store: store))"
+                    )
+                } else if let report = status.lastReport {
+                    line(
+                        "\(time) synced: pushed \(report.pushed), pulled \(report.pulled), \(status.pendingChanges) pending"
+                    )
+                }
+            })
         line("stopped")
     }
 
@@ -98,8 +107,9 @@ enum SyncCommands {
         var lines = ["schema \(release.version), \(pending) change(s) waiting to be pushed"]
         for state in states {
             let when = state.lastSyncAt.map { ISO8601DateFormatter().string(from: $0) } ?? "never"
-            lines.append("\(state.endpoint): last sync \(when), protocol \(state.protocolVersion.map(String.init) ?? "-"), "
-                + "dataset schema \(state.datasetSchemaVersion ?? "-")")
+            lines.append(
+                "\(state.endpoint): last sync \(when), protocol \(state.protocolVersion.map(String.init) ?? "-"), "
+                    + "dataset schema \(state.datasetSchemaVersion ?? "-")")
             if let error = state.lastError { lines.append("  last error: \(error)") }
         }
         for record in rejected { lines.append("refused by the server (\(record.code)): \(record.reason)") }
@@ -112,7 +122,8 @@ enum SyncCommands {
         switch error.kind {
         case .upgradeRequired:
             let pending = (try? store.log.pendingCount(store.db)) ?? 0
-            return "the server's data needs a newer app (schema \(error.requiredMajorVersion.map { "\($0).x" } ?? "newer")); "
+            return
+                "the server's data needs a newer app (schema \(error.requiredMajorVersion.map { "\($0).x" } ?? "newer")); "
                 + "upgrade reminders and sync again. Your \(pending) change(s) stay queued until then."
         case .transport:
             return "cannot reach the server: \(error.message) (your changes stay queued; try again later)"
