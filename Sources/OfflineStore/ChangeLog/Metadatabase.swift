@@ -50,8 +50,25 @@ public enum Metadatabase {
         let attached = try db.fetchAll(String.self, "SELECT name FROM pragma_database_list")
         if !attached.contains(schemaName) {
             try db.execute("ATTACH DATABASE \(metaPath) AS \(identifier: schemaName)")
+            try matchMainSettings(db)
         }
         return try StoreIdentity.reconcile(db)
+    }
+
+    /// An attached file does not inherit the connection's `synchronous` setting (it starts at
+    /// SQLite's default, FULL) nor `main`'s page cache size: give the metadatabase the same as the
+    /// user's file, so a tracked commit costs what an untracked one does. With WAL and NORMAL, a
+    /// power loss can drop the newest commits of either file; a lost log commit whose data
+    /// survived is what ``LogCoverage``'s watermark detects.
+    /// See <https://www.sqlite.org/pragma.html#pragma_synchronous>.
+    static func matchMainSettings(_ db: Database) throws {
+        let meta = quoteIdentifier(schemaName)
+        if let synchronous = try db.fetchValue(Int.self, "PRAGMA main.synchronous") {
+            try db.execute(sql: "PRAGMA \(meta).synchronous = \(synchronous)")
+        }
+        if let cacheSize = try db.fetchValue(Int.self, "PRAGMA main.cache_size") {
+            try db.execute(sql: "PRAGMA \(meta).cache_size = \(cacheSize)")
+        }
     }
 }
 
