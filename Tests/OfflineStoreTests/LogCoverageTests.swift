@@ -142,6 +142,33 @@ struct LogCoverageTests {
         #expect(try pendingSummary(db, log) == ["insert remindersLists text(\"A\")"])
     }
 
+    /// The permanent triggers skip a write when `sqlite_compileoption_used('ostore:change-tracking')`
+    /// answers 1: only a connection with tracking installed may answer so, and every other
+    /// question must still get the built-in's answer.
+    @Test func onlyATrackedConnectionAnswersTheTrackingProbe() throws {
+        let probe = "SELECT sqlite_compileoption_used('ostore:change-tracking')"
+        let (db, _) = try open()
+        let plain = try Database(path: path)
+        #expect(try db.fetchValue(Int.self, SQL(sql: probe)) == 1)
+        #expect(try plain.fetchValue(Int.self, SQL(sql: probe)) == 0)
+        for option in ["THREADSAFE", "SQLITE_THREADSAFE", "ENABLE_FTS5", "OMIT_EVERYTHING"] {
+            let real: SQL = "SELECT sqlite_compileoption_used(\(option))"
+            #expect(try db.fetchValue(Int.self, real) == plain.fetchValue(Int.self, real), "\(option)")
+        }
+        #expect(try db.fetchValue(Int.self, "SELECT sqlite_compileoption_used(NULL) IS NULL") == 1)
+        try plain.close()
+
+        let shell = Process()
+        let output = Pipe()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [path, probe]
+        shell.standardOutput = output
+        try shell.run()
+        shell.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(answer.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
     @Test func ostoreCheckReportsOutsideWritesAndOstoreRescanRecordsThem() throws {
         do {
             let (db, log) = try open()

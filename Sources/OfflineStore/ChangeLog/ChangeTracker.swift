@@ -50,6 +50,9 @@ public enum ChangeTracker {
                 for sql in triggerSQL(for: table, tableID: tableID, meta: meta) { try db.execute(sql: sql) }
             }
         }
+        // Only now that the TEMP triggers record this connection's writes may the permanent ones
+        // skip them.
+        try LogCoverage.installTrackingProbe(on: db)
     }
 
     /// The primary-key columns of a table, in key order.
