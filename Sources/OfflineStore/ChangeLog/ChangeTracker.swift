@@ -70,19 +70,29 @@ public enum ChangeTracker {
 
     /// Trigger bodies cannot take bound parameters, so the table number and column names are
     /// written in as literals; they come from the declared schema, never from user data.
+    ///
+    /// Each entry is one `INSERT … VALUES` (or `… SELECT … WHERE` a column changed) that reads
+    /// nothing from the log: its place in the queue is the rowid SQLite assigns, one more than the
+    /// largest, so each statement, and so each changed column of one UPDATE, takes its own place.
     static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
         let keys = keyColumns(of: table)
         let newKey = keyExpression(keys, row: "NEW")
         let oldKey = keyExpression(keys, row: "OLD")
         let target = "main.\(quoteIdentifier(table.name))"
-        let lastSeq = "(SELECT ifnull(max(seq), 0) FROM \(meta).ostore_changes WHERE seq IS NOT NULL)"
-        let nextSeq = "(\(lastSeq) + 1)"
         let upsert =
             "ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq"
-        func record(_ key: String, _ column: String, where condition: String) -> String {
+        func record(_ key: String, _ column: String) -> String {
             """
-            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
-                SELECT \(tableID), \(key), \(column), ostore_clock(), 0, \(nextSeq) WHERE \(condition)
+            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
+                VALUES (\(tableID), \(key), \(column), ostore_clock(), 0)
+                \(upsert);
+            """
+        }
+        func record(_ key: String, _ column: String, where condition: String) -> String {
+            // `WHERE` also keeps `ON CONFLICT` from being read as a join constraint.
+            """
+            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
+                SELECT \(tableID), \(key), \(column), ostore_clock(), 0 WHERE \(condition)
                 \(upsert);
             """
         }
@@ -94,30 +104,20 @@ public enum ChangeTracker {
         // if the process dies after `main` commits and before the metadatabase does, the open
         // finds this watermark ahead of the log (see LogCoverage).
         let watermark =
-            "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes WHERE seq IS NOT NULL);"
+            "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes) WHERE id = 1;"
         let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
-        var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
-        if !valueColumns.isEmpty {
-            // SQLite evaluates the uncorrelated `max(seq)` subquery once per statement, so each
-            // changed column adds its row number: two columns of one UPDATE must not share a place
-            // in the queue, or a batch boundary between them would skip one.
-            let changed = valueColumns.map { column in
-                "SELECT \(DatabaseValue.text(column).sqlLiteral) AS name WHERE NEW.\(quoteIdentifier(column)) "
-                    + "IS NOT OLD.\(quoteIdentifier(column))"
-            }.joined(separator: " UNION ALL ")
-            updateBody += """
-
-                INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
-                    SELECT \(tableID), \(newKey), changed.name, ostore_clock(), 0, \(lastSeq) + row_number() OVER ()
-                    FROM (\(changed)) AS changed WHERE \(newKey) IS \(oldKey)
-                    \(upsert);
-                """
+        var updateBody =
+            record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
+        for column in valueColumns {
+            let changed =
+                "\(newKey) IS \(oldKey) AND NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))"
+            updateBody += "\n" + record(newKey, DatabaseValue.text(column).sqlLiteral, where: changed)
         }
         return [
             """
             CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(newKey, "''", where: "1"))
+            \(record(newKey, "''"))
             \(observe(newKey))
             \(watermark)
             END
@@ -134,7 +134,7 @@ public enum ChangeTracker {
             """
             CREATE TEMP TRIGGER \(name("delete")) AFTER DELETE ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(oldKey, "'-'", where: "1"))
+            \(record(oldKey, "'-'"))
             \(observe(oldKey))
             \(watermark)
             END

@@ -147,7 +147,7 @@ extension ChangeLog {
     }
 
     private func newestSequence(_ db: Database) throws -> Int64? {
-        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL")
+        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes")
     }
 
     private func recordUnlogged(_ db: Database) throws -> Int {
@@ -205,9 +205,8 @@ extension ChangeLog {
     private func recordLocal(_ db: Database, tableID: Int, key: DatabaseValue, marker: String) throws {
         try db.execute(
             """
-            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
-            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0,
-                (SELECT ifnull(max(seq), 0) + 1 FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL))
+            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
+            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0)
             ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq
             """)
     }

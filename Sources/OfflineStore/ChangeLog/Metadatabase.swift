@@ -109,22 +109,23 @@ enum MetadatabaseV1: LibrarySchema {
     /// trigger qualify the table it inserts into): the latest change of each (table, row, column),
     /// so edits of one column before a push coalesce by construction. `columnName` is a column,
     /// `''` for "the row was inserted" or `'-'` for "the row was deleted". `site` is 0 for this
-    /// device. `seq` is the entry's place in the queue, unique and only ever growing; entries
-    /// applied from other sites take a place too, so overwriting the newest local entry never
-    /// moves the queue backwards, but only `site = 0` entries are pushed. Values are not copied
-    /// here: a push reads them from the row, so the log stays small.
+    /// device. `seq` is the entry's place in the queue, unique and only ever growing: it is the
+    /// rowid, which SQLite assigns as one more than the largest, and an entry written again moves
+    /// to a new place at the end (`seq = excluded.seq`). Entries applied from other sites take a
+    /// place too, so overwriting the newest local entry never moves the queue backwards, but only
+    /// `site = 0` entries are pushed. Rows are appended in queue order, so the queue reads in
+    /// rowid order and the key is stored twice (in the row and in the unique index), as in the
+    /// user's own rowid tables. Values are not copied here: a push reads them from the row, so the
+    /// log stays small.
     enum ChangeEntry: Model {
-        static let tableDefinition = TableDefinition(
-            "ostore_changes", sync: .localOnly, options: [.strict, .withoutRowID]
-        ) {
+        static let tableDefinition = TableDefinition("ostore_changes", sync: .localOnly, options: [.strict]) {
             Column("tableID", .integer).notNull()
             Column("pk", .any).notNull()
             Column("columnName", .text).notNull()
             Column("clock", .integer).notNull()
             Column("site", .integer).notNull().defaults(0)
-            Column("seq", .integer)
-            PrimaryKey("tableID", "pk", "columnName")
-            Index("ostore_changes_seq", on: "seq", where: "seq IS NOT NULL")
+            Column("seq", .integer).primaryKey()
+            Index("ostore_changes_entry", on: "tableID", "pk", "columnName", unique: true)
         }
     }
 
