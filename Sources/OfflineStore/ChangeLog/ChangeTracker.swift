@@ -3,9 +3,10 @@ import Foundation
 /// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
 /// every synced table of a schema, they write into the attached metadatabase (only TEMP triggers
 /// may write into another database). An UPDATE records only the columns whose values changed
-/// (`IS NOT`, so NULLs compare); a primary-key change is a delete of the old key and an insert of
-/// the new. Triggers check the connection's recording switch, so migration stages and applied
-/// remote changes are not recorded.
+/// (`IS NOT`, so NULLs compare), one trigger per column (`AFTER UPDATE OF` it, so a statement
+/// compiles in only the columns it sets); a primary-key change is a delete of the old key and an
+/// insert of the new (a trigger of its own, `OF` the key columns). Triggers check the
+/// connection's recording switch, so migration stages and applied remote changes are not recorded.
 ///
 /// ```swift
 /// try ChangeTracker.install(on: db, schema: try RemindersSchemaV2.snapshot(), clock: clock)
@@ -105,29 +106,13 @@ public enum ChangeTracker {
         // finds this watermark ahead of the log (see LogCoverage).
         let watermark =
             "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes) WHERE id = 1;"
-        let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
-        var updateBody =
-            record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
-        for column in valueColumns {
-            let changed =
-                "\(newKey) IS \(oldKey) AND NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))"
-            updateBody += "\n" + record(newKey, DatabaseValue.text(column).sqlLiteral, where: changed)
-        }
-        return [
+        let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")
+        var triggers = [
             """
             CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
             BEGIN
             \(record(newKey, "''"))
             \(observe(newKey))
-            \(watermark)
-            END
-            """,
-            """
-            CREATE TEMP TRIGGER \(name("update")) AFTER UPDATE ON \(target) WHEN ostore_recording()
-            BEGIN
-            \(updateBody)
-            \(observe(newKey))
-            SELECT ostore_observe(\(tableLiteral), \(oldKey)) WHERE \(keyChanged);
             \(watermark)
             END
             """,
@@ -139,6 +124,56 @@ public enum ChangeTracker {
             \(watermark)
             END
             """,
+            // An UPDATE compiles in only the triggers `OF` a column it sets, so the common one, a
+            // value column by key, pays nothing for the key change it does not make.
+            """
+            CREATE TEMP TRIGGER \(name("update_key")) AFTER UPDATE OF \(keyColumnList) ON \(target)
+            WHEN ostore_recording() AND \(keyChanged)
+            BEGIN
+            \(record(oldKey, "'-'"))
+            \(record(newKey, "''"))
+            \(observe(newKey))
+            \(observe(oldKey))
+            \(watermark)
+            END
+            """,
         ]
+        var generated: [String] = []
+        for (index, column) in table.columns.enumerated() where !keys.contains(column.name) {
+            // A generated column is never set, yet changes with the columns it is computed from.
+            guard !column.type.rawValue.uppercased().contains("GENERATED") else {
+                generated.append(column.name)
+                continue
+            }
+            let quoted = quoteIdentifier(column.name)
+            triggers.append(
+                """
+                CREATE TEMP TRIGGER \(name("update_\(index)")) AFTER UPDATE OF \(quoted) ON \(target)
+                WHEN ostore_recording() AND NEW.\(quoted) IS NOT OLD.\(quoted) AND \(newKey) IS \(oldKey)
+                BEGIN
+                \(record(newKey, DatabaseValue.text(column.name).sqlLiteral))
+                \(observe(newKey))
+                \(watermark)
+                END
+                """)
+        }
+        if !generated.isEmpty {
+            let changed = generated.map { column in
+                record(
+                    newKey, DatabaseValue.text(column).sqlLiteral,
+                    where: "NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))")
+            }
+            triggers.append(
+                """
+                CREATE TEMP TRIGGER \(name("update_generated")) AFTER UPDATE ON \(target)
+                WHEN ostore_recording() AND \(newKey) IS \(oldKey)
+                BEGIN
+                \(changed.joined(separator: "\n"))
+                \(observe(newKey))
+                \(watermark)
+                END
+                """)
+        }
+        return triggers
     }
 }
