@@ -61,4 +61,87 @@ static inline int csqlite_add_tracking_probe(sqlite3 *db, const char *sentinel) 
                                       csqlite_compileoption_used_or_tracking, 0, 0, sqlite3_free);
 }
 
+/// The change log's SQL functions, called by its TEMP triggers on every tracked row: whether the
+/// connection records (`ostore_recording()`), the store's clock (`ostore_clock()`), and the keys
+/// written for commit observers (`ostore_observe(table, key)`). Answered in C, so a tracked
+/// write does not convert its arguments into Swift values unless someone observes.
+///
+/// The state is reference counted: one reference per registered function (SQLite drops it when
+/// the function is replaced or the connection closes) and one for its creator while it
+/// registers them. It retains `owner` and calls `release_owner` when the last reference goes.
+typedef struct csqlite_change_tracking {
+    int recording;
+    int observing;
+    int references;
+    void *owner;
+    void (*release_owner)(void *owner);
+    sqlite3_int64 (*now)(void *owner);
+    void (*observe)(void *owner, sqlite3_value *table, sqlite3_value *key);
+} csqlite_change_tracking;
+
+static inline csqlite_change_tracking *csqlite_change_tracking_create(
+    void *owner, void (*release_owner)(void *), sqlite3_int64 (*now)(void *),
+    void (*observe)(void *, sqlite3_value *, sqlite3_value *)) {
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_malloc(sizeof(csqlite_change_tracking));
+    if (tracking == 0) return 0;
+    tracking->recording = 1;
+    tracking->observing = 0;
+    tracking->references = 1;
+    tracking->owner = owner;
+    tracking->release_owner = release_owner;
+    tracking->now = now;
+    tracking->observe = observe;
+    return tracking;
+}
+
+static void csqlite_change_tracking_release(void *pointer) {
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)pointer;
+    if (--tracking->references == 0) {
+        tracking->release_owner(tracking->owner);
+        sqlite3_free(tracking);
+    }
+}
+
+static void csqlite_change_tracking_recording(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    sqlite3_result_int(context, ((csqlite_change_tracking *)sqlite3_user_data(context))->recording);
+}
+
+static void csqlite_change_tracking_clock(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    sqlite3_result_int64(context, tracking->now(tracking->owner));
+}
+
+static void csqlite_change_tracking_observe(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    if (tracking->observing) tracking->observe(tracking->owner, argv[0], argv[1]);
+    sqlite3_result_null(context);
+}
+
+/// Registers the functions on `db`, each holding a reference to `tracking`.
+static inline int csqlite_add_change_tracking_functions(sqlite3 *db, csqlite_change_tracking *tracking) {
+    static const struct {
+        const char *name;
+        int arguments;
+        void (*body)(sqlite3_context *, int, sqlite3_value **);
+    } functions[] = {
+        {"ostore_recording", 0, csqlite_change_tracking_recording},
+        {"ostore_clock", 0, csqlite_change_tracking_clock},
+        {"ostore_observe", 2, csqlite_change_tracking_observe},
+    };
+    for (int index = 0; index < (int)(sizeof(functions) / sizeof(functions[0])); index++) {
+        tracking->references++;
+        // On failure SQLite calls the destructor itself, which drops the reference just taken.
+        int code = sqlite3_create_function_v2(db, functions[index].name, functions[index].arguments, SQLITE_UTF8,
+                                              tracking, functions[index].body, 0, 0,
+                                              csqlite_change_tracking_release);
+        if (code != SQLITE_OK) return code;
+    }
+    return SQLITE_OK;
+}
+
 #endif

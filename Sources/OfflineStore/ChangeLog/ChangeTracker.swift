@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 
 /// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
@@ -21,17 +22,7 @@ public enum ChangeTracker {
     /// The metadatabase must be attached (``Metadatabase/attach(to:)``).
     public static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
         try schema.validateRowIdentityForSync()
-        let recording = db.changeRecording
-        try db.add(
-            function: DatabaseFunction("ostore_recording", argumentCount: 0) { _ in recording.isOn })
-        try db.add(function: DatabaseFunction("ostore_clock", argumentCount: 0) { _ in clock.now().packed })
-        try db.add(
-            function: DatabaseFunction("ostore_observe", argumentCount: 2) { arguments in
-                if recording.observedKeys != nil, case .text(let table) = arguments[0] {
-                    recording.observedKeys?.append((table, arguments[1]))
-                }
-                return nil
-            })
+        try installFunctions(on: db, clock: clock)
         let meta = quoteIdentifier(Metadatabase.schemaName)
         try LogCoverage.installPermanentTriggers(on: db, schema: schema)
         try db.transaction { db in
@@ -54,6 +45,55 @@ public enum ChangeTracker {
         // Only now that the TEMP triggers record this connection's writes may the permanent ones
         // skip them.
         try LogCoverage.installTrackingProbe(on: db)
+    }
+
+    /// Registers `ostore_recording()`, `ostore_clock()` and `ostore_observe(table, key)`, which
+    /// the triggers call on every row. They are answered in C from state the connection's recording switch keeps
+    /// current; only the clock, and the keys while someone observes commits, reach Swift.
+    static func installFunctions(on db: Database, clock: HybridLogicalClock) throws {
+        let recording = db.changeRecording
+        recording.clock = clock
+        let handle = try db.connection.handle(for: "install change tracking")
+        let tracking: UnsafeMutablePointer<csqlite_change_tracking>
+        if let existing = recording.tracking {
+            tracking = existing
+            tracking.pointee.references += 1
+        } else {
+            guard
+                let created = csqlite_change_tracking_create(
+                    Unmanaged.passRetained(recording).toOpaque(),
+                    { owner in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!)
+                        recording.takeUnretainedValue().tracking = nil
+                        recording.release()
+                    },
+                    { owner in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
+                        return recording.clock?.now().packed ?? 0
+                    },
+                    { owner, table, key in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
+                        if recording.observedKeys != nil,
+                            case .text(let name) = (try? functionArgument(table, position: 0)) ?? .null,
+                            let key = try? functionArgument(key, position: 1)
+                        {
+                            recording.observedKeys?.append((name, key))
+                        }
+                    })
+            else {
+                throw DatabaseError(resultCode: .noMemory, message: "cannot install change tracking: out of memory")
+            }
+            tracking = created
+            recording.tracking = created
+        }
+        tracking.pointee.recording = recording.isOn ? 1 : 0
+        tracking.pointee.observing = recording.observedKeys == nil ? 0 : 1
+        let code = csqlite_add_change_tracking_functions(handle, tracking)
+        // The reference taken above (or at creation) was only for the registration.
+        csqlite_change_tracking_release(tracking)
+        guard code == SQLITE_OK else {
+            throw db.connection.lastError(code: code).prefixed("cannot install the change log's SQL functions")
+        }
     }
 
     /// The primary-key columns of a table, in key order.
