@@ -73,6 +73,10 @@ typedef struct csqlite_change_tracking {
     int recording;
     int observing;
     int references;
+    /* The watermark this connection wrote in its current write transaction (see below). */
+    int watermark_written;
+    unsigned int watermark_version;
+    sqlite3_int64 watermark;
     void *owner;
     void (*release_owner)(void *owner);
     sqlite3_int64 (*now)(void *owner);
@@ -87,6 +91,9 @@ static inline csqlite_change_tracking *csqlite_change_tracking_create(
     tracking->recording = 1;
     tracking->observing = 0;
     tracking->references = 1;
+    tracking->watermark_written = 0;
+    tracking->watermark_version = 0;
+    tracking->watermark = 0;
     tracking->owner = owner;
     tracking->release_owner = release_owner;
     tracking->now = now;
@@ -122,6 +129,40 @@ static void csqlite_change_tracking_observe(sqlite3_context *context, int argc, 
     sqlite3_result_null(context);
 }
 
+/// `main`'s data version: SQLite changes it when a transaction commits (on this connection or,
+/// once seen, another), never within one (https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html).
+static int csqlite_change_tracking_data_version(sqlite3_context *context, unsigned int *version) {
+    return sqlite3_file_control(sqlite3_context_db_handle(context), "main", SQLITE_FCNTL_DATA_VERSION, version);
+}
+
+/// `ostore_watermark(value)`: remembers `value` as the watermark this transaction wrote, and
+/// returns it.
+static void csqlite_change_tracking_watermark(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    unsigned int version = 0;
+    tracking->watermark_written = sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
+                                  csqlite_change_tracking_data_version(context, &version) == SQLITE_OK;
+    tracking->watermark_version = version;
+    tracking->watermark = sqlite3_value_int64(argv[0]);
+    sqlite3_result_value(context, argv[0]);
+}
+
+/// `ostore_watermark_due(current)`: 0 only when `current`, the watermark in `main` now, is the
+/// one this connection wrote in the transaction still open (same data version): then it is
+/// already ahead of everything the metadatabase had committed. After a commit the data version
+/// differs; after a rollback, or a ROLLBACK TO that undid the write, the value does.
+static void csqlite_change_tracking_watermark_due(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    unsigned int version = 0;
+    int current = tracking->watermark_written && sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
+                  sqlite3_value_int64(argv[0]) == tracking->watermark &&
+                  csqlite_change_tracking_data_version(context, &version) == SQLITE_OK &&
+                  version == tracking->watermark_version;
+    sqlite3_result_int(context, !current);
+}
+
 /// Registers the functions on `db`, each holding a reference to `tracking`.
 static inline int csqlite_add_change_tracking_functions(sqlite3 *db, csqlite_change_tracking *tracking) {
     static const struct {
@@ -132,6 +173,8 @@ static inline int csqlite_add_change_tracking_functions(sqlite3 *db, csqlite_cha
         {"ostore_recording", 0, csqlite_change_tracking_recording},
         {"ostore_clock", 0, csqlite_change_tracking_clock},
         {"ostore_observe", 2, csqlite_change_tracking_observe},
+        {"ostore_watermark", 1, csqlite_change_tracking_watermark},
+        {"ostore_watermark_due", 1, csqlite_change_tracking_watermark_due},
     };
     for (int index = 0; index < (int)(sizeof(functions) / sizeof(functions[0])); index++) {
         tracking->references++;

@@ -108,6 +108,48 @@ struct LogCoverageTests {
             ])
     }
 
+    /// Like `pendingAfterLosingTheLogOf`, but the transaction whose log is lost runs on the same
+    /// connection as the one before it: the watermark is written once per transaction, so the
+    /// connection must notice that the earlier transaction committed, and that a ROLLBACK TO
+    /// undid its write.
+    func pendingAfterLosingTheLogOfALaterTransaction(_ change: (Database) throws -> Void) throws -> [String] {
+        let backup = directory.path("meta-backup")
+        do {
+            let (db, log) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try db.execute("PRAGMA ostore_meta.wal_checkpoint(TRUNCATE)")
+            try FileManager.default.copyItem(atPath: path + "-ostore-meta", toPath: backup)
+            try change(db)
+            try checkpointAndClose(db)
+        }
+        try FileManager.default.removeItem(atPath: path + "-ostore-meta")
+        try FileManager.default.copyItem(atPath: backup, toPath: path + "-ostore-meta")
+        let (db, log) = try open()
+        #expect(try log.coversEveryChange(db))
+        return try pendingSummary(db, log)
+    }
+
+    @Test func aLostLogOfTheNextTransactionOnTheSameConnectionIsRecoveredByARescan() throws {
+        #expect(
+            try pendingAfterLosingTheLogOfALaterTransaction { db in
+                try db.execute("UPDATE remindersLists SET name = 'z' WHERE id = 'A'")
+            } == ["insert remindersLists text(\"A\")"])
+    }
+
+    @Test func aWatermarkUndoneByRollbackToIsWrittenAgain() throws {
+        #expect(
+            try pendingAfterLosingTheLogOfALaterTransaction { db in
+                try db.transaction { db in
+                    try? db.savepoint { db in
+                        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'y')")
+                        throw CancellationError()
+                    }
+                    try db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'z')")
+                }
+            } == ["insert remindersLists text(\"A\")", "insert remindersLists text(\"C\")"])
+    }
+
     @Test func aPurgedMetadatabaseRecordsEveryRowAgainAndAPurgedDatabaseInventsNoDeletes() throws {
         do {
             let (db, log) = try open()

@@ -47,8 +47,9 @@ public enum ChangeTracker {
         try LogCoverage.installTrackingProbe(on: db)
     }
 
-    /// Registers `ostore_recording()`, `ostore_clock()` and `ostore_observe(table, key)`, which
-    /// the triggers call on every row. They are answered in C from state the connection's recording switch keeps
+    /// Registers `ostore_recording()`, `ostore_clock()`, `ostore_observe(table, key)`,
+    /// `ostore_watermark(value)` and `ostore_watermark_due(current)`, which the triggers call on
+    /// every row. They are answered in C from state the connection's recording switch keeps
     /// current; only the clock, and the keys while someone observes commits, reach Swift.
     static func installFunctions(on db: Database, clock: HybridLogicalClock) throws {
         let recording = db.changeRecording
@@ -143,9 +144,15 @@ public enum ChangeTracker {
         let observe = { (key: String) in "SELECT ostore_observe(\(tableLiteral), \(key));" }
         // The log's newest sequence number, written into the user's file in the same transaction:
         // if the process dies after `main` commits and before the metadatabase does, the open
-        // finds this watermark ahead of the log (see LogCoverage).
-        let watermark =
-            "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes) WHERE id = 1;"
+        // finds this watermark ahead of the log (see LogCoverage). Once per transaction is enough
+        // (any entry of it is ahead of what the metadatabase had committed), and writing a page
+        // of `main` on every row costs about a fifth of a tracked write (the statement journal
+        // copies the page each time): the first tracked row of a transaction writes it, later rows
+        // only check that it is still there (see `ostore_watermark_due` in CSQLite/shim.h).
+        let watermark = """
+            UPDATE ostore_log_watermark SET seq = ostore_watermark((SELECT max(seq) FROM \(meta).ostore_changes))
+                WHERE id = 1 AND ostore_watermark_due(seq);
+            """
         let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")
         var triggers = [
             """

@@ -14,9 +14,10 @@ import CSQLite
 ///   the built-in answers 0 and the pragma decides.
 /// - **Two files, one commit.** A transaction that writes `main` and the metadatabase commits
 ///   each file on its own (SQLite's ATTACH documentation); a process killed between the two
-///   leaves a data change with no log entry. Each tracked write also stores the log's newest
-///   sequence number in `main.ostore_log_watermark`, in the user's file; a watermark ahead of
-///   the log at open means a lost log transaction.
+///   leaves a data change with no log entry. Each transaction with tracked writes also stores
+///   the log's newest sequence number, as of its first tracked row, in `main.ostore_log_watermark`,
+///   in the user's file (later rows check that it is still there: a ROLLBACK TO may have undone
+///   it); a watermark ahead of the log at open means a lost log transaction.
 ///
 /// Reconciliation records what is missing: each noted row is recorded as inserted (with its
 /// current values when pushed) or deleted, and after a lost log transaction every row of every
