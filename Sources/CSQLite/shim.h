@@ -2,6 +2,7 @@
 #define OFFLINESTORE_CSQLITE_SHIM_H
 
 #include <sqlite3.h>
+#include <string.h>
 
 // Swift cannot call C variadic functions, and cannot spell SQLITE_TRANSIENT
 // (a function pointer made from -1). These typed wrappers are the only way the
@@ -32,6 +33,158 @@ static inline void csqlite_result_text_copy(sqlite3_context *context, const char
 /// sqlite3_result_blob with SQLITE_TRANSIENT, for custom SQL functions.
 static inline void csqlite_result_blob_copy(sqlite3_context *context, const void *bytes, int byteCount) {
     sqlite3_result_blob(context, bytes, byteCount, SQLITE_TRANSIENT);
+}
+
+/// The change log's fast path for the question its permanent triggers ask: "is change tracking
+/// installed on this connection?". The triggers may use built-in SQL only (they fire in any
+/// program that writes the file), so they call the built-in sqlite_compileoption_used() with a
+/// name no SQLite build has, where it answers 0. On a connection with tracking installed this
+/// replaces it: that one name answers 1, every other answer is the built-in's own
+/// (https://www.sqlite.org/c3ref/compileoption_get.html). `sentinel` is copied.
+static void csqlite_compileoption_used_or_tracking(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const char *name = (const char *)sqlite3_value_text(argv[0]);
+    if (name == 0) return;
+    const char *sentinel = (const char *)sqlite3_user_data(context);
+    if (strcmp(name, sentinel) == 0) {
+        sqlite3_result_int(context, 1);
+    } else {
+        sqlite3_result_int(context, sqlite3_compileoption_used(name));
+    }
+}
+
+static inline int csqlite_add_tracking_probe(sqlite3 *db, const char *sentinel) {
+    char *copy = sqlite3_mprintf("%s", sentinel);
+    if (copy == 0) return SQLITE_NOMEM;
+    return sqlite3_create_function_v2(db, "sqlite_compileoption_used", 1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, copy,
+                                      csqlite_compileoption_used_or_tracking, 0, 0, sqlite3_free);
+}
+
+/// The change log's SQL functions, called by its TEMP triggers on every tracked row: whether the
+/// connection records (`ostore_recording()`), the store's clock (`ostore_clock()`), and the keys
+/// written for commit observers (`ostore_observe(table, key)`). Answered in C, so a tracked
+/// write does not convert its arguments into Swift values unless someone observes.
+///
+/// The state is reference counted: one reference per registered function (SQLite drops it when
+/// the function is replaced or the connection closes) and one for its creator while it
+/// registers them. It retains `owner` and calls `release_owner` when the last reference goes.
+typedef struct csqlite_change_tracking {
+    int recording;
+    int observing;
+    int references;
+    /* The watermark this connection wrote in its current write transaction (see below). */
+    int watermark_written;
+    unsigned int watermark_version;
+    sqlite3_int64 watermark;
+    void *owner;
+    void (*release_owner)(void *owner);
+    sqlite3_int64 (*now)(void *owner);
+    void (*observe)(void *owner, sqlite3_value *table, sqlite3_value *key);
+} csqlite_change_tracking;
+
+static inline csqlite_change_tracking *csqlite_change_tracking_create(
+    void *owner, void (*release_owner)(void *), sqlite3_int64 (*now)(void *),
+    void (*observe)(void *, sqlite3_value *, sqlite3_value *)) {
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_malloc(sizeof(csqlite_change_tracking));
+    if (tracking == 0) return 0;
+    tracking->recording = 1;
+    tracking->observing = 0;
+    tracking->references = 1;
+    tracking->watermark_written = 0;
+    tracking->watermark_version = 0;
+    tracking->watermark = 0;
+    tracking->owner = owner;
+    tracking->release_owner = release_owner;
+    tracking->now = now;
+    tracking->observe = observe;
+    return tracking;
+}
+
+static void csqlite_change_tracking_release(void *pointer) {
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)pointer;
+    if (--tracking->references == 0) {
+        tracking->release_owner(tracking->owner);
+        sqlite3_free(tracking);
+    }
+}
+
+static void csqlite_change_tracking_recording(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    sqlite3_result_int(context, ((csqlite_change_tracking *)sqlite3_user_data(context))->recording);
+}
+
+static void csqlite_change_tracking_clock(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    sqlite3_result_int64(context, tracking->now(tracking->owner));
+}
+
+static void csqlite_change_tracking_observe(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    if (tracking->observing) tracking->observe(tracking->owner, argv[0], argv[1]);
+    sqlite3_result_null(context);
+}
+
+/// `main`'s data version: SQLite changes it when a transaction commits (on this connection or,
+/// once seen, another), never within one (https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html).
+static int csqlite_change_tracking_data_version(sqlite3_context *context, unsigned int *version) {
+    return sqlite3_file_control(sqlite3_context_db_handle(context), "main", SQLITE_FCNTL_DATA_VERSION, version);
+}
+
+/// `ostore_watermark(value)`: remembers `value` as the watermark this transaction wrote, and
+/// returns it.
+static void csqlite_change_tracking_watermark(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    unsigned int version = 0;
+    tracking->watermark_written = sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
+                                  csqlite_change_tracking_data_version(context, &version) == SQLITE_OK;
+    tracking->watermark_version = version;
+    tracking->watermark = sqlite3_value_int64(argv[0]);
+    sqlite3_result_value(context, argv[0]);
+}
+
+/// `ostore_watermark_due(current)`: 0 only when `current`, the watermark in `main` now, is the
+/// one this connection wrote in the transaction still open (same data version): then it is
+/// already ahead of everything the metadatabase had committed. After a commit the data version
+/// differs; after a rollback, or a ROLLBACK TO that undid the write, the value does.
+static void csqlite_change_tracking_watermark_due(sqlite3_context *context, int argc, sqlite3_value **argv) {
+    (void)argc;
+    csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    unsigned int version = 0;
+    int current = tracking->watermark_written && sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
+                  sqlite3_value_int64(argv[0]) == tracking->watermark &&
+                  csqlite_change_tracking_data_version(context, &version) == SQLITE_OK &&
+                  version == tracking->watermark_version;
+    sqlite3_result_int(context, !current);
+}
+
+/// Registers the functions on `db`, each holding a reference to `tracking`.
+static inline int csqlite_add_change_tracking_functions(sqlite3 *db, csqlite_change_tracking *tracking) {
+    static const struct {
+        const char *name;
+        int arguments;
+        void (*body)(sqlite3_context *, int, sqlite3_value **);
+    } functions[] = {
+        {"ostore_recording", 0, csqlite_change_tracking_recording},
+        {"ostore_clock", 0, csqlite_change_tracking_clock},
+        {"ostore_observe", 2, csqlite_change_tracking_observe},
+        {"ostore_watermark", 1, csqlite_change_tracking_watermark},
+        {"ostore_watermark_due", 1, csqlite_change_tracking_watermark_due},
+    };
+    for (int index = 0; index < (int)(sizeof(functions) / sizeof(functions[0])); index++) {
+        tracking->references++;
+        // On failure SQLite calls the destructor itself, which drops the reference just taken.
+        int code = sqlite3_create_function_v2(db, functions[index].name, functions[index].arguments, SQLITE_UTF8,
+                                              tracking, functions[index].body, 0, 0,
+                                              csqlite_change_tracking_release);
+        if (code != SQLITE_OK) return code;
+    }
+    return SQLITE_OK;
 }
 
 #endif

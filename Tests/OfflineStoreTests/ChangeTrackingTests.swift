@@ -89,6 +89,27 @@ struct ChangeTrackingTests {
             ])
     }
 
+    /// Each column has a trigger of its own, compiled into the statements that set it (and the key
+    /// change one of its own): an upsert's update and a key change made with other columns are
+    /// recorded all the same, and an UPDATE that changes nothing records nothing.
+    @Test func columnsChangedByUpsertsAndKeyChangesAreRecorded() throws {
+        let (db, log) = try openReminders()
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'One'), ('B', 'Two')")
+        try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+        try db.execute(
+            """
+            INSERT INTO remindersLists (id, name) VALUES ('A', 'Uno')
+            ON CONFLICT (id) DO UPDATE SET name = excluded.name
+            """)
+        try db.execute("UPDATE remindersLists SET id = 'C', name = 'Tres' WHERE id = 'B'")
+        try db.execute("UPDATE remindersLists SET id = id, name = 'Uno' WHERE id = 'A'")  // no change
+        #expect(
+            summary(try log.pendingChanges(db)) == [
+                "update remindersLists 'A' [name]", "delete remindersLists 'B' []",
+                "insert remindersLists 'C' [id,name]",
+            ])
+    }
+
     @Test func acknowledgedChangesLeaveTheQueue() throws {
         let (db, log) = try openReminders()
         for index in 0..<5 { try db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')") }

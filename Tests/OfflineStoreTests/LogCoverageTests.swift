@@ -108,6 +108,48 @@ struct LogCoverageTests {
             ])
     }
 
+    /// Like `pendingAfterLosingTheLogOf`, but the transaction whose log is lost runs on the same
+    /// connection as the one before it: the watermark is written once per transaction, so the
+    /// connection must notice that the earlier transaction committed, and that a ROLLBACK TO
+    /// undid its write.
+    func pendingAfterLosingTheLogOfALaterTransaction(_ change: (Database) throws -> Void) throws -> [String] {
+        let backup = directory.path("meta-backup")
+        do {
+            let (db, log) = try open()
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+            try log.markPushed(db, upTo: try log.pendingChanges(db).last!.sequence)
+            try db.execute("PRAGMA ostore_meta.wal_checkpoint(TRUNCATE)")
+            try FileManager.default.copyItem(atPath: path + "-ostore-meta", toPath: backup)
+            try change(db)
+            try checkpointAndClose(db)
+        }
+        try FileManager.default.removeItem(atPath: path + "-ostore-meta")
+        try FileManager.default.copyItem(atPath: backup, toPath: path + "-ostore-meta")
+        let (db, log) = try open()
+        #expect(try log.coversEveryChange(db))
+        return try pendingSummary(db, log)
+    }
+
+    @Test func aLostLogOfTheNextTransactionOnTheSameConnectionIsRecoveredByARescan() throws {
+        #expect(
+            try pendingAfterLosingTheLogOfALaterTransaction { db in
+                try db.execute("UPDATE remindersLists SET name = 'z' WHERE id = 'A'")
+            } == ["insert remindersLists text(\"A\")"])
+    }
+
+    @Test func aWatermarkUndoneByRollbackToIsWrittenAgain() throws {
+        #expect(
+            try pendingAfterLosingTheLogOfALaterTransaction { db in
+                try db.transaction { db in
+                    try? db.savepoint { db in
+                        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'y')")
+                        throw CancellationError()
+                    }
+                    try db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'z')")
+                }
+            } == ["insert remindersLists text(\"A\")", "insert remindersLists text(\"C\")"])
+    }
+
     @Test func aPurgedMetadatabaseRecordsEveryRowAgainAndAPurgedDatabaseInventsNoDeletes() throws {
         do {
             let (db, log) = try open()
@@ -140,6 +182,33 @@ struct LogCoverageTests {
         let report = try log.reconcileCoverage(db, forceRescan: true)
         #expect(report.rescanned && report.rescannedRows == 1)
         #expect(try pendingSummary(db, log) == ["insert remindersLists text(\"A\")"])
+    }
+
+    /// The permanent triggers skip a write when `sqlite_compileoption_used('ostore:change-tracking')`
+    /// answers 1: only a connection with tracking installed may answer so, and every other
+    /// question must still get the built-in's answer.
+    @Test func onlyATrackedConnectionAnswersTheTrackingProbe() throws {
+        let probe = "SELECT sqlite_compileoption_used('ostore:change-tracking')"
+        let (db, _) = try open()
+        let plain = try Database(path: path)
+        #expect(try db.fetchValue(Int.self, SQL(sql: probe)) == 1)
+        #expect(try plain.fetchValue(Int.self, SQL(sql: probe)) == 0)
+        for option in ["THREADSAFE", "SQLITE_THREADSAFE", "ENABLE_FTS5", "OMIT_EVERYTHING"] {
+            let real: SQL = "SELECT sqlite_compileoption_used(\(option))"
+            #expect(try db.fetchValue(Int.self, real) == plain.fetchValue(Int.self, real), "\(option)")
+        }
+        #expect(try db.fetchValue(Int.self, "SELECT sqlite_compileoption_used(NULL) IS NULL") == 1)
+        try plain.close()
+
+        let shell = Process()
+        let output = Pipe()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [path, probe]
+        shell.standardOutput = output
+        try shell.run()
+        shell.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(answer.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
 
     @Test func ostoreCheckReportsOutsideWritesAndOstoreRescanRecordsThem() throws {

@@ -233,9 +233,8 @@ extension ChangeLog {
     ) throws {
         try db.execute(
             """
-            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
-            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site),
-                (SELECT ifnull(max(seq), 0) + 1 FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL))
+            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
+            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site))
             ON CONFLICT (tableID, pk, columnName) DO UPDATE
                 SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
             """)

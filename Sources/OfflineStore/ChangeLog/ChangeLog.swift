@@ -125,8 +125,7 @@ enum ClockRegistry {
         let logged = try db.fetchValue(
             Int64.self,
             """
-            SELECT clock FROM \(identifier: meta).ostore_changes
-            WHERE seq = (SELECT max(seq) FROM \(identifier: meta).ostore_changes WHERE seq IS NOT NULL)
+            SELECT clock FROM \(identifier: meta).ostore_changes ORDER BY seq DESC LIMIT 1
             """)
         let last = max(persisted, logged.flatMap { HybridTimestamp(packed: $0) } ?? .zero)
         let path = Metadatabase.path(forDatabaseAt: db.path)

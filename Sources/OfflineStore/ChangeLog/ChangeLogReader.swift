@@ -120,7 +120,7 @@ public enum ChangeLogReader {
             FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
             LEFT JOIN \(identifier: meta).ostore_sites AS s ON s.id = c.site
             """
-        // Local entries by their sequence (the partial index on seq), then remote ones by clock.
+        // Local entries by their sequence (the rowid), then remote ones by clock.
         // LIMIT -1 is SQLite's "no limit".
         let local = try db.fetchCursor(
             """
@@ -177,7 +177,7 @@ public enum ChangeLogReader {
     static func newestSequence(in db: Database) throws -> Int64? {
         try withMetadatabase(of: db) { meta in
             try db.fetchValue(
-                Int64.self, "SELECT max(seq) FROM \(identifier: meta).ostore_changes WHERE seq IS NOT NULL")
+                Int64.self, "SELECT max(seq) FROM \(identifier: meta).ostore_changes")
         } ?? nil
     }
 

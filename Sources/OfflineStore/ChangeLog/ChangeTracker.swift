@@ -1,11 +1,13 @@
+import CSQLite
 import Foundation
 
 /// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
 /// every synced table of a schema, they write into the attached metadatabase (only TEMP triggers
 /// may write into another database). An UPDATE records only the columns whose values changed
-/// (`IS NOT`, so NULLs compare); a primary-key change is a delete of the old key and an insert of
-/// the new. Triggers check the connection's recording switch, so migration stages and applied
-/// remote changes are not recorded.
+/// (`IS NOT`, so NULLs compare), one trigger per column (`AFTER UPDATE OF` it, so a statement
+/// compiles in only the columns it sets); a primary-key change is a delete of the old key and an
+/// insert of the new (a trigger of its own, `OF` the key columns). Triggers check the
+/// connection's recording switch, so migration stages and applied remote changes are not recorded.
 ///
 /// ```swift
 /// try ChangeTracker.install(on: db, schema: try RemindersSchemaV2.snapshot(), clock: clock)
@@ -20,17 +22,7 @@ public enum ChangeTracker {
     /// The metadatabase must be attached (``Metadatabase/attach(to:)``).
     public static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
         try schema.validateRowIdentityForSync()
-        let recording = db.changeRecording
-        try db.add(
-            function: DatabaseFunction("ostore_recording", argumentCount: 0) { _ in recording.isOn })
-        try db.add(function: DatabaseFunction("ostore_clock", argumentCount: 0) { _ in clock.now().packed })
-        try db.add(
-            function: DatabaseFunction("ostore_observe", argumentCount: 2) { arguments in
-                if recording.observedKeys != nil, case .text(let table) = arguments[0] {
-                    recording.observedKeys?.append((table, arguments[1]))
-                }
-                return nil
-            })
+        try installFunctions(on: db, clock: clock)
         let meta = quoteIdentifier(Metadatabase.schemaName)
         try LogCoverage.installPermanentTriggers(on: db, schema: schema)
         try db.transaction { db in
@@ -50,6 +42,59 @@ public enum ChangeTracker {
                 for sql in triggerSQL(for: table, tableID: tableID, meta: meta) { try db.execute(sql: sql) }
             }
         }
+        // Only now that the TEMP triggers record this connection's writes may the permanent ones
+        // skip them.
+        try LogCoverage.installTrackingProbe(on: db)
+    }
+
+    /// Registers `ostore_recording()`, `ostore_clock()`, `ostore_observe(table, key)`,
+    /// `ostore_watermark(value)` and `ostore_watermark_due(current)`, which the triggers call on
+    /// every row. They are answered in C from state the connection's recording switch keeps
+    /// current; only the clock, and the keys while someone observes commits, reach Swift.
+    static func installFunctions(on db: Database, clock: HybridLogicalClock) throws {
+        let recording = db.changeRecording
+        recording.clock = clock
+        let handle = try db.connection.handle(for: "install change tracking")
+        let tracking: UnsafeMutablePointer<csqlite_change_tracking>
+        if let existing = recording.tracking {
+            tracking = existing
+            tracking.pointee.references += 1
+        } else {
+            guard
+                let created = csqlite_change_tracking_create(
+                    Unmanaged.passRetained(recording).toOpaque(),
+                    { owner in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!)
+                        recording.takeUnretainedValue().tracking = nil
+                        recording.release()
+                    },
+                    { owner in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
+                        return recording.clock?.now().packed ?? 0
+                    },
+                    { owner, table, key in
+                        let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
+                        if recording.observedKeys != nil,
+                            case .text(let name) = (try? functionArgument(table, position: 0)) ?? .null,
+                            let key = try? functionArgument(key, position: 1)
+                        {
+                            recording.observedKeys?.append((name, key))
+                        }
+                    })
+            else {
+                throw DatabaseError(resultCode: .noMemory, message: "cannot install change tracking: out of memory")
+            }
+            tracking = created
+            recording.tracking = created
+        }
+        tracking.pointee.recording = recording.isOn ? 1 : 0
+        tracking.pointee.observing = recording.observedKeys == nil ? 0 : 1
+        let code = csqlite_add_change_tracking_functions(handle, tracking)
+        // The reference taken above (or at creation) was only for the registration.
+        csqlite_change_tracking_release(tracking)
+        guard code == SQLITE_OK else {
+            throw db.connection.lastError(code: code).prefixed("cannot install the change log's SQL functions")
+        }
     }
 
     /// The primary-key columns of a table, in key order.
@@ -67,19 +112,29 @@ public enum ChangeTracker {
 
     /// Trigger bodies cannot take bound parameters, so the table number and column names are
     /// written in as literals; they come from the declared schema, never from user data.
+    ///
+    /// Each entry is one `INSERT … VALUES` (or `… SELECT … WHERE` a column changed) that reads
+    /// nothing from the log: its place in the queue is the rowid SQLite assigns, one more than the
+    /// largest, so each statement, and so each changed column of one UPDATE, takes its own place.
     static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
         let keys = keyColumns(of: table)
         let newKey = keyExpression(keys, row: "NEW")
         let oldKey = keyExpression(keys, row: "OLD")
         let target = "main.\(quoteIdentifier(table.name))"
-        let lastSeq = "(SELECT ifnull(max(seq), 0) FROM \(meta).ostore_changes WHERE seq IS NOT NULL)"
-        let nextSeq = "(\(lastSeq) + 1)"
         let upsert =
             "ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq"
-        func record(_ key: String, _ column: String, where condition: String) -> String {
+        func record(_ key: String, _ column: String) -> String {
             """
-            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
-                SELECT \(tableID), \(key), \(column), ostore_clock(), 0, \(nextSeq) WHERE \(condition)
+            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
+                VALUES (\(tableID), \(key), \(column), ostore_clock(), 0)
+                \(upsert);
+            """
+        }
+        func record(_ key: String, _ column: String, where condition: String) -> String {
+            // `WHERE` also keeps `ON CONFLICT` from being read as a join constraint.
+            """
+            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
+                SELECT \(tableID), \(key), \(column), ostore_clock(), 0 WHERE \(condition)
                 \(upsert);
             """
         }
@@ -89,53 +144,83 @@ public enum ChangeTracker {
         let observe = { (key: String) in "SELECT ostore_observe(\(tableLiteral), \(key));" }
         // The log's newest sequence number, written into the user's file in the same transaction:
         // if the process dies after `main` commits and before the metadatabase does, the open
-        // finds this watermark ahead of the log (see LogCoverage).
-        let watermark =
-            "UPDATE ostore_log_watermark SET seq = (SELECT max(seq) FROM \(meta).ostore_changes WHERE seq IS NOT NULL);"
-        let valueColumns = table.columns.map(\.name).filter { column in !keys.contains(column) }
-        var updateBody = record(oldKey, "'-'", where: keyChanged) + "\n" + record(newKey, "''", where: keyChanged)
-        if !valueColumns.isEmpty {
-            // SQLite evaluates the uncorrelated `max(seq)` subquery once per statement, so each
-            // changed column adds its row number: two columns of one UPDATE must not share a place
-            // in the queue, or a batch boundary between them would skip one.
-            let changed = valueColumns.map { column in
-                "SELECT \(DatabaseValue.text(column).sqlLiteral) AS name WHERE NEW.\(quoteIdentifier(column)) "
-                    + "IS NOT OLD.\(quoteIdentifier(column))"
-            }.joined(separator: " UNION ALL ")
-            updateBody += """
-
-                INSERT INTO ostore_changes (tableID, pk, columnName, clock, site, seq)
-                    SELECT \(tableID), \(newKey), changed.name, ostore_clock(), 0, \(lastSeq) + row_number() OVER ()
-                    FROM (\(changed)) AS changed WHERE \(newKey) IS \(oldKey)
-                    \(upsert);
-                """
-        }
-        return [
+        // finds this watermark ahead of the log (see LogCoverage). Once per transaction is enough
+        // (any entry of it is ahead of what the metadatabase had committed), and writing a page
+        // of `main` on every row costs about a fifth of a tracked write (the statement journal
+        // copies the page each time): the first tracked row of a transaction writes it, later rows
+        // only check that it is still there (see `ostore_watermark_due` in CSQLite/shim.h).
+        let watermark = """
+            UPDATE ostore_log_watermark SET seq = ostore_watermark((SELECT max(seq) FROM \(meta).ostore_changes))
+                WHERE id = 1 AND ostore_watermark_due(seq);
+            """
+        let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")
+        var triggers = [
             """
             CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(newKey, "''", where: "1"))
+            \(record(newKey, "''"))
             \(observe(newKey))
-            \(watermark)
-            END
-            """,
-            """
-            CREATE TEMP TRIGGER \(name("update")) AFTER UPDATE ON \(target) WHEN ostore_recording()
-            BEGIN
-            \(updateBody)
-            \(observe(newKey))
-            SELECT ostore_observe(\(tableLiteral), \(oldKey)) WHERE \(keyChanged);
             \(watermark)
             END
             """,
             """
             CREATE TEMP TRIGGER \(name("delete")) AFTER DELETE ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(oldKey, "'-'", where: "1"))
+            \(record(oldKey, "'-'"))
+            \(observe(oldKey))
+            \(watermark)
+            END
+            """,
+            // An UPDATE compiles in only the triggers `OF` a column it sets, so the common one, a
+            // value column by key, pays nothing for the key change it does not make.
+            """
+            CREATE TEMP TRIGGER \(name("update_key")) AFTER UPDATE OF \(keyColumnList) ON \(target)
+            WHEN ostore_recording() AND \(keyChanged)
+            BEGIN
+            \(record(oldKey, "'-'"))
+            \(record(newKey, "''"))
+            \(observe(newKey))
             \(observe(oldKey))
             \(watermark)
             END
             """,
         ]
+        var generated: [String] = []
+        for (index, column) in table.columns.enumerated() where !keys.contains(column.name) {
+            // A generated column is never set, yet changes with the columns it is computed from.
+            guard !column.type.rawValue.uppercased().contains("GENERATED") else {
+                generated.append(column.name)
+                continue
+            }
+            let quoted = quoteIdentifier(column.name)
+            triggers.append(
+                """
+                CREATE TEMP TRIGGER \(name("update_\(index)")) AFTER UPDATE OF \(quoted) ON \(target)
+                WHEN ostore_recording() AND NEW.\(quoted) IS NOT OLD.\(quoted) AND \(newKey) IS \(oldKey)
+                BEGIN
+                \(record(newKey, DatabaseValue.text(column.name).sqlLiteral))
+                \(observe(newKey))
+                \(watermark)
+                END
+                """)
+        }
+        if !generated.isEmpty {
+            let changed = generated.map { column in
+                record(
+                    newKey, DatabaseValue.text(column).sqlLiteral,
+                    where: "NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))")
+            }
+            triggers.append(
+                """
+                CREATE TEMP TRIGGER \(name("update_generated")) AFTER UPDATE ON \(target)
+                WHEN ostore_recording() AND \(newKey) IS \(oldKey)
+                BEGIN
+                \(changed.joined(separator: "\n"))
+                \(observe(newKey))
+                \(watermark)
+                END
+                """)
+        }
+        return triggers
     }
 }

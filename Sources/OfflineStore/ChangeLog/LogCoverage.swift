@@ -1,3 +1,5 @@
+import CSQLite
+
 /// Makes sure every committed row change of a synced table is in the change log, even when the
 /// TEMP triggers did not see it:
 ///
@@ -6,11 +8,16 @@
 ///   note the key of every row written on a connection without the metadatabase attached in
 ///   `ostore_unlogged` (a permanent trigger cannot see TEMP triggers, but it can see
 ///   `pragma_database_list`; ``ChangeLog/open(_:migrator:)`` attaches and installs tracking together).
+///   Asking `pragma_database_list` costs about as much as the write itself, so a tracked
+///   connection answers first, through the built-in `sqlite_compileoption_used()`, which it
+///   overrides for one name no SQLite build uses (``trackingProbeName``); in every other program
+///   the built-in answers 0 and the pragma decides.
 /// - **Two files, one commit.** A transaction that writes `main` and the metadatabase commits
 ///   each file on its own (SQLite's ATTACH documentation); a process killed between the two
-///   leaves a data change with no log entry. Each tracked write also stores the log's newest
-///   sequence number in `main.ostore_log_watermark`, in the user's file; a watermark ahead of
-///   the log at open means a lost log transaction.
+///   leaves a data change with no log entry. Each transaction with tracked writes also stores
+///   the log's newest sequence number, as of its first tracked row, in `main.ostore_log_watermark`,
+///   in the user's file (later rows check that it is still there: a ROLLBACK TO may have undone
+///   it); a watermark ahead of the log at open means a lost log transaction.
 ///
 /// Reconciliation records what is missing: each noted row is recorded as inserted (with its
 /// current values when pushed) or deleted, and after a lost log transaction every row of every
@@ -21,36 +28,73 @@ enum LogCoverage {
     static let unloggedTable = "ostore_unlogged"
     static let watermarkTable = "ostore_log_watermark"
 
-    /// Creates the bookkeeping tables and the permanent triggers in the user's file.
+    /// The name the permanent triggers pass to `sqlite_compileoption_used()`: no SQLite build has
+    /// such an option, so the built-in answers 0, except on a connection with tracking installed.
+    static let trackingProbeName = "ostore:change-tracking"
+
+    /// Makes `sqlite_compileoption_used(trackingProbeName)` answer 1 on this connection (every
+    /// other name still gets the built-in's answer). ``ChangeTracker/install(on:schema:clock:)``
+    /// calls it with the TEMP triggers, so it answers 1 only where those triggers record writes.
+    static func installTrackingProbe(on db: Database) throws {
+        let handle = try db.connection.handle(for: "install change tracking")
+        let code = csqlite_add_tracking_probe(handle, trackingProbeName)
+        guard code == SQLITE_OK else {
+            throw db.connection.lastError(code: code).prefixed("cannot install the change-tracking probe")
+        }
+    }
+
+    /// Creates the bookkeeping tables and the permanent triggers in the user's file, replacing
+    /// permanent triggers written differently by an earlier version.
     static func installPermanentTriggers(on db: Database, schema: SchemaSnapshot) throws {
-        try db.executeScript(
-            """
-            CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
-                tableName TEXT NOT NULL, pk ANY NOT NULL, PRIMARY KEY (tableName, pk)) STRICT, WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS main.\(watermarkTable) (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER) STRICT;
-            INSERT OR IGNORE INTO main.\(watermarkTable) (id, seq) VALUES (1, NULL);
-            """)
-        for table in schema.tables where table.sync == .synced {
-            let keys = ChangeTracker.keyColumns(of: table)
-            let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
-            for (event, row) in [("insert", "NEW"), ("update", "NEW"), ("delete", "OLD")] {
-                var body =
-                    "INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
-                    + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: row)));"
-                if event == "update" {
-                    body +=
-                        " INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
-                        + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: "OLD")));"
+        try db.transaction { db in
+            try db.executeScript(
+                """
+                CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
+                    tableName TEXT NOT NULL, pk ANY NOT NULL, PRIMARY KEY (tableName, pk)) STRICT, WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS main.\(watermarkTable) (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER) STRICT;
+                INSERT OR IGNORE INTO main.\(watermarkTable) (id, seq) VALUES (1, NULL);
+                """)
+            var stored: [String: String] = [:]
+            for row in try db.fetchAll(
+                "SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND name LIKE 'ostore_unlogged_%'")
+            {
+                stored[try row.decode(at: 0)] = try row.decode(at: 1)
+            }
+            for table in schema.tables where table.sync == .synced {
+                for event in ["insert", "update", "delete"] {
+                    let name = "ostore_unlogged_" + table.name + "_" + event
+                    let sql = permanentTriggerSQL(name: name, table: table, event: event)
+                    guard stored[name] != sql else { continue }
+                    try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(quoteIdentifier(name))")
+                    try db.execute(sql: sql)
                 }
-                try db.execute(
-                    sql: """
-                        CREATE TRIGGER IF NOT EXISTS main.\(quoteIdentifier("ostore_unlogged_" + table.name + "_" + event))
-                        AFTER \(event.uppercased()) ON \(quoteIdentifier(table.name))
-                        WHEN NOT EXISTS (SELECT 1 FROM pragma_database_list WHERE name = 'ostore_meta')
-                        BEGIN \(body) END
-                        """)
             }
         }
+    }
+
+    /// A permanent trigger, exactly as `sqlite_schema` keeps it (so a changed definition is
+    /// noticed). It notes the row unless the connection records it: the tracking probe answers
+    /// that at the cost of one function call where tracking is installed; elsewhere the built-in
+    /// answers 0 and `pragma_database_list` decides, as it did alone before (tracking is only ever
+    /// installed with the metadatabase attached, so the two together decide exactly as it did).
+    static func permanentTriggerSQL(name: String, table: TableDefinition, event: String) -> String {
+        let keys = ChangeTracker.keyColumns(of: table)
+        let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
+        var body =
+            "INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
+            + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: event == "delete" ? "OLD" : "NEW")));"
+        if event == "update" {
+            body +=
+                " INSERT OR REPLACE INTO \(unloggedTable) (tableName, pk) VALUES "
+                + "(\(tableLiteral), \(ChangeTracker.keyExpression(keys, row: "OLD")));"
+        }
+        return """
+            CREATE TRIGGER \(quoteIdentifier(name))
+            AFTER \(event.uppercased()) ON \(quoteIdentifier(table.name))
+            WHEN NOT sqlite_compileoption_used(\(DatabaseValue.text(trackingProbeName).sqlLiteral))
+            AND NOT EXISTS (SELECT 1 FROM pragma_database_list WHERE name = \(DatabaseValue.text(Metadatabase.schemaName).sqlLiteral))
+            BEGIN \(body) END
+            """
     }
 }
 
@@ -104,7 +148,7 @@ extension ChangeLog {
     }
 
     private func newestSequence(_ db: Database) throws -> Int64? {
-        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL")
+        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes")
     }
 
     private func recordUnlogged(_ db: Database) throws -> Int {
@@ -162,9 +206,8 @@ extension ChangeLog {
     private func recordLocal(_ db: Database, tableID: Int, key: DatabaseValue, marker: String) throws {
         try db.execute(
             """
-            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
-            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0,
-                (SELECT ifnull(max(seq), 0) + 1 FROM ostore_meta.ostore_changes WHERE seq IS NOT NULL))
+            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
+            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0)
             ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq
             """)
     }

@@ -50,8 +50,25 @@ public enum Metadatabase {
         let attached = try db.fetchAll(String.self, "SELECT name FROM pragma_database_list")
         if !attached.contains(schemaName) {
             try db.execute("ATTACH DATABASE \(metaPath) AS \(identifier: schemaName)")
+            try matchMainSettings(db)
         }
         return try StoreIdentity.reconcile(db)
+    }
+
+    /// An attached file does not inherit the connection's `synchronous` setting (it starts at
+    /// SQLite's default, FULL) nor `main`'s page cache size: give the metadatabase the same as the
+    /// user's file, so a tracked commit costs what an untracked one does. With WAL and NORMAL, a
+    /// power loss can drop the newest commits of either file; a lost log commit whose data
+    /// survived is what ``LogCoverage``'s watermark detects.
+    /// See <https://www.sqlite.org/pragma.html#pragma_synchronous>.
+    static func matchMainSettings(_ db: Database) throws {
+        let meta = quoteIdentifier(schemaName)
+        if let synchronous = try db.fetchValue(Int.self, "PRAGMA main.synchronous") {
+            try db.execute(sql: "PRAGMA \(meta).synchronous = \(synchronous)")
+        }
+        if let cacheSize = try db.fetchValue(Int.self, "PRAGMA main.cache_size") {
+            try db.execute(sql: "PRAGMA \(meta).cache_size = \(cacheSize)")
+        }
     }
 }
 
@@ -94,22 +111,23 @@ enum MetadatabaseV1: LibrarySchema {
     /// trigger qualify the table it inserts into): the latest change of each (table, row, column),
     /// so edits of one column before a push coalesce by construction. `columnName` is a column,
     /// `''` for "the row was inserted" or `'-'` for "the row was deleted". `site` is 0 for this
-    /// device. `seq` is the entry's place in the queue, unique and only ever growing; entries
-    /// applied from other sites take a place too, so overwriting the newest local entry never
-    /// moves the queue backwards, but only `site = 0` entries are pushed. Values are not copied
-    /// here: a push reads them from the row, so the log stays small.
+    /// device. `seq` is the entry's place in the queue, unique and only ever growing: it is the
+    /// rowid, which SQLite assigns as one more than the largest, and an entry written again moves
+    /// to a new place at the end (`seq = excluded.seq`). Entries applied from other sites take a
+    /// place too, so overwriting the newest local entry never moves the queue backwards, but only
+    /// `site = 0` entries are pushed. Rows are appended in queue order, so the queue reads in
+    /// rowid order and the key is stored twice (in the row and in the unique index), as in the
+    /// user's own rowid tables. Values are not copied here: a push reads them from the row, so the
+    /// log stays small.
     enum ChangeEntry: Model {
-        static let tableDefinition = TableDefinition(
-            "ostore_changes", sync: .localOnly, options: [.strict, .withoutRowID]
-        ) {
+        static let tableDefinition = TableDefinition("ostore_changes", sync: .localOnly, options: [.strict]) {
             Column("tableID", .integer).notNull()
             Column("pk", .any).notNull()
             Column("columnName", .text).notNull()
             Column("clock", .integer).notNull()
             Column("site", .integer).notNull().defaults(0)
-            Column("seq", .integer)
-            PrimaryKey("tableID", "pk", "columnName")
-            Index("ostore_changes_seq", on: "seq", where: "seq IS NOT NULL")
+            Column("seq", .integer).primaryKey()
+            Index("ostore_changes_entry", on: "tableID", "pk", "columnName", unique: true)
         }
     }
 

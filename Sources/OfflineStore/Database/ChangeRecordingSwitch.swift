@@ -1,3 +1,5 @@
+import CSQLite
+
 /// Whether a connection's writes to synced tables are recorded in the change log: on by default,
 /// off while the migrator runs a stage (every peer runs the same stage) and while pulled changes
 /// are applied (they must not echo back).
@@ -7,10 +9,19 @@
 /// A `Database` is used by one thread at a time (it is not Sendable), so the two never overlap;
 /// the type is Sendable only because SQL function bodies must be.
 final class ChangeRecordingSwitch: @unchecked Sendable {
-    var isOn = true
+    var isOn = true {
+        didSet { tracking?.pointee.recording = isOn ? 1 : 0 }
+    }
     /// Keys written in the current transaction, collected for commit observers; nil when nobody
     /// observes this connection.
-    var observedKeys: [(table: String, key: DatabaseValue)]?
+    var observedKeys: [(table: String, key: DatabaseValue)]? {
+        didSet { tracking?.pointee.observing = observedKeys == nil ? 0 : 1 }
+    }
+    /// The store's clock, which the change log's `ostore_clock()` reads.
+    var clock: HybridLogicalClock?
+    /// What the change log's SQL functions read in C (see `ChangeTracker`): set while they are
+    /// registered on the connection, nil again once SQLite has released them.
+    var tracking: UnsafeMutablePointer<csqlite_change_tracking>?
 }
 
 extension Database {

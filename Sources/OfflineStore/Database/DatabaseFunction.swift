@@ -92,7 +92,7 @@ extension Database {
 
 /// Copies one `sqlite3_value` argument into a ``DatabaseValue``.
 /// See <https://www.sqlite.org/c3ref/value_blob.html>.
-private func functionArgument(_ value: OpaquePointer?, position: Int) throws -> DatabaseValue {
+func functionArgument(_ value: OpaquePointer?, position: Int) throws -> DatabaseValue {
     switch sqlite3_value_type(value) {
     case SQLITE_INTEGER:
         return .integer(sqlite3_value_int64(value))
