@@ -26,7 +26,19 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
         self.bytes = bytes
     }
 
-    public var description: String { bytes.map { String(format: "%02x", $0) }.joined() }
+    /// Written from a table: `String(format:)` per byte was most of what a server spent
+    /// re-encoding a pushed change.
+    public var description: String {
+        var text = [UInt8]()
+        text.reserveCapacity(32)
+        for byte in bytes {
+            text.append(Self.hexDigits[Int(byte >> 4)])
+            text.append(Self.hexDigits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Byte order, the tiebreak of last-writer-wins between equal clocks.
     public static func < (lhs: SiteID, rhs: SiteID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
