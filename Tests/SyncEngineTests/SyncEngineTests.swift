@@ -162,4 +162,31 @@ struct SyncEngineTests {
         try purged.engine.sync()
         #expect(try purged.count("remindersLists") == 12)
     }
+
+    // Regression: a recreated metadatabase recorded every row with the current clock, so a
+    // device whose metadatabase was purged pushed its stale copies over newer edits made
+    // elsewhere in the meantime.
+    @Test func aPurgedMetadatabaseNeverPushesStaleRowsOverNewerOnes() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.engine.sync()
+        try bob.engine.sync()
+        try bob.db.close()
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite-ostore-meta" + suffix))
+        }
+        try alice.db.execute("UPDATE remindersLists SET name = 'House' WHERE id = 'L'")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('M', 'Work')")
+        try alice.engine.sync()
+
+        let purged = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        #expect(purged.log.identity.state == .metadatabaseRecreated)
+        try purged.db.execute("INSERT INTO remindersLists (id, name) VALUES ('N', 'Only on Bob')")
+        try purged.engine.sync()
+        try alice.engine.sync()
+        let sql: SQL = "SELECT id || ':' || name FROM remindersLists ORDER BY id"
+        #expect(try alice.rows(sql) == ["L:House", "M:Work", "N:Only on Bob"])
+        #expect(try purged.rows(sql) == alice.rows(sql))
+    }
 }

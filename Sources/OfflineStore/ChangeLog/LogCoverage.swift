@@ -126,7 +126,13 @@ extension ChangeLog {
                     || (identity.state == .metadatabaseRecreated && logged == nil)
                 if rescan {
                     report.rescanned = true
-                    report.rescannedRows = try rescanAll(db)
+                    // With the metadatabase lost, when the rows were last written is unknown: they
+                    // are recorded as the oldest possible changes, so a sync uploads the rows no
+                    // one else has and every newer version elsewhere wins (a stale copy must never
+                    // overwrite what other devices wrote meanwhile). Rows changed after a lost log
+                    // commit are new, and get the current clock.
+                    let freshlyRecreated = identity.state == .metadatabaseRecreated && logged == nil && !forceRescan
+                    report.rescannedRows = try rescanAll(db, clock: freshlyRecreated ? .zero : clock.now())
                     try db.execute("DELETE FROM main.ostore_unlogged")
                 } else {
                     report.unloggedRows = try recordUnlogged(db)
@@ -169,7 +175,7 @@ extension ChangeLog {
 
     /// Records every row of every synced table as inserted now, and every row the log believes
     /// exists but the table lacks as deleted.
-    private func rescanAll(_ db: Database) throws -> Int {
+    private func rescanAll(_ db: Database, clock: HybridTimestamp) throws -> Int {
         var recorded = 0
         for table in schema.tables where table.sync == .synced {
             let keyColumns = ChangeTracker.keyColumns(of: table)
@@ -178,7 +184,7 @@ extension ChangeLog {
             let rows = try db.fetchAll(
                 SQL(sql: "SELECT \(key) FROM main.\(quoteIdentifier(table.name)) AS t"))
             for row in rows {
-                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "")
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "", clock: clock)
                 recorded += 1
             }
             let vanished = try db.fetchAll(
@@ -192,7 +198,7 @@ extension ChangeLog {
                                             AND d.clock > c.clock)
                         """, arguments: [.integer(Int64(tableID))]))
             for row in vanished {
-                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "-")
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "-", clock: clock)
                 recorded += 1
             }
         }
@@ -200,14 +206,16 @@ extension ChangeLog {
     }
 
     private func recordLocal(_ db: Database, table: String, key: DatabaseValue, marker: String) throws {
-        try recordLocal(db, tableID: try trackedTableID(table, db), key: key, marker: marker)
+        try recordLocal(db, tableID: try trackedTableID(table, db), key: key, marker: marker, clock: clock.now())
     }
 
-    private func recordLocal(_ db: Database, tableID: Int, key: DatabaseValue, marker: String) throws {
+    private func recordLocal(
+        _ db: Database, tableID: Int, key: DatabaseValue, marker: String, clock: HybridTimestamp
+    ) throws {
         try db.execute(
             """
             INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
-            VALUES (\(tableID), \(key), \(marker), \(clock.now().packed), 0)
+            VALUES (\(tableID), \(key), \(marker), \(clock.packed), 0)
             ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq
             """)
     }
