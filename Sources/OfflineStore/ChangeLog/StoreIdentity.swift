@@ -12,7 +12,9 @@ public struct StoreIdentity: Sendable, Hashable {
         case intact
         /// The user's database kept its identity but the metadatabase was missing (purged): a new
         /// metadatabase was made for the same store with a new site id, since the old site's clock
-        /// and log are gone; the rows in the database are all kept.
+        /// and log are gone; the rows in the database are all kept, and recorded as the oldest
+        /// possible changes, so a sync uploads what no one else has and never overwrites newer
+        /// versions from other devices.
         case metadatabaseRecreated
         /// The metadatabase kept its identity but the user's database had none (purged and
         /// recreated, or a new file): the database takes the metadatabase's identity; nothing in
