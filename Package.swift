@@ -123,7 +123,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "TestSupport"]
+            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "OfflineStore", "RemindersModel", "TestSupport"]
         ),
         .testTarget(
             name: "OfflineStoreTests",
