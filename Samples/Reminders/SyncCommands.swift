@@ -1,6 +1,7 @@
 import CommandLineTool
 import Foundation
 import OfflineStore
+import RemindersModel
 import SyncClient
 
 /// `sync`, `daemon` and `status`: the store synced through an `ostore-server`.

@@ -189,4 +189,28 @@ struct SyncEngineTests {
         #expect(try alice.rows(sql) == ["L:House", "M:Work", "N:Only on Bob"])
         #expect(try purged.rows(sql) == alice.rows(sql))
     }
+
+    @Test func aDueDateEditedOnOneOneBeforeUpgradingReachesTwoZeroAsDueAt() throws {
+        let bob = try Device(directory, "bob.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
+        try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try bob.db.execute("INSERT INTO reminders (id, title, listID, dueDate) VALUES ('R', 'Milk', 'L', '2024-05-01')")
+        try bob.engine.sync()
+        let carol = try Device(directory, "carol.sqlite", transport: transport, token: token)
+        carol.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
+        try carol.engine.sync()  // the dataset moves to 2.0
+        #expect(try carol.rows("SELECT CAST(CAST(dueAt AS INTEGER) AS TEXT) FROM reminders") == ["1714521600"])
+
+        // Bob, still on 1.1, moves the due date; the server refuses him until he upgrades.
+        try bob.db.execute("UPDATE reminders SET dueDate = '2024-06-15' WHERE id = 'R'")
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        try bob.db.close()
+        let upgraded = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        upgraded.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
+        try upgraded.engine.sync()
+        try carol.engine.sync()
+        let due: SQL = "SELECT dueDate || ' ' || CAST(dueAt AS INTEGER) FROM reminders"
+        #expect(try carol.rows(due) == ["2024-06-15 1718409600"])
+        try upgraded.engine.sync()
+        #expect(try upgraded.rows(due) == carol.rows(due))
+    }
 }

@@ -3,8 +3,8 @@ import OfflineStore
 /// What release 2.0 derives and keeps in step after changes arrive from other devices, which may
 /// run 1.x and know only the deprecated `dueDate`: `dueAt` from `dueDate`, and the search index
 /// from titles and notes.
-enum ReleaseTwoDerivations {
-    static func apply(_ db: Database) throws {
+public enum ReleaseTwoDerivations {
+    public static func apply(_ db: Database) throws {
         try db.execute(
             """
             UPDATE reminders SET dueAt = CAST(unixepoch(dueDate) AS REAL)
