@@ -137,6 +137,17 @@ struct ChangeTrackingTests {
         #expect(seen.sorted() == ["notes", "priority", "title"])
     }
 
+    // Regression: a batch whose entries all had nothing to push (rows changed and then deleted,
+    // read before their deletes) came back empty though changes remained, and a sync stopped there.
+    @Test func aBatchIsEmptyOnlyWhenTheQueueIs() throws {
+        let (db, log) = try openReminders()
+        for index in 0..<3 { try db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')") }
+        try db.execute("DELETE FROM remindersLists WHERE id IN ('L0', 'L1')")
+        let batch = try log.pendingChanges(db, limit: 2)
+        #expect(summary(batch).map { String($0.split(separator: " ")[0]) } == ["insert", "delete"])
+        #expect(batch.first?.primaryKey["id"] == .text("L2"))
+    }
+
     @Test func compositeKeysAndEveryStorageClassComeBackExactly() throws {
         let (db, log) = try openReminders()
         try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")

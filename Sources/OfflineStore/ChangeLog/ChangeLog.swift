@@ -43,13 +43,26 @@ public struct ChangeLog: Sendable {
         -> [PendingChange]
     {
         let meta = Metadatabase.schemaName
-        let start = try sequence ?? pushedSequence(db)
-        let entries = try db.fetchAll(
-            """
-            SELECT c.seq, t.name, c.pk, c.columnName, c.clock
-            FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
-            WHERE c.seq > \(start) AND c.site = 0 ORDER BY c.seq LIMIT \(limit)
-            """)
+        var start = try sequence ?? pushedSequence(db)
+        var changes: [PendingChange] = []
+        // Entries with nothing to push (a row changed and then deleted before the delete's own
+        // entry, a table gone from the schema) are passed over; reading goes on until the batch
+        // is full or the queue ends, so an empty batch always means an empty queue.
+        while changes.count < limit {
+            let entries = try db.fetchAll(
+                """
+                SELECT c.seq, t.name, c.pk, c.columnName, c.clock
+                FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
+                WHERE c.seq > \(start) AND c.site = 0 ORDER BY c.seq LIMIT \(limit - changes.count)
+                """)
+            guard let last = entries.last else { break }
+            start = try last.decode(at: 0)
+            changes += try pendingChanges(from: entries, db)
+        }
+        return changes
+    }
+
+    private func pendingChanges(from entries: [Row], _ db: Database) throws -> [PendingChange] {
         var changes: [PendingChange] = []
         for entry in entries {
             let tableName: String = try entry.decode(at: 1)
