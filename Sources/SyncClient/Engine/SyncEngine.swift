@@ -42,6 +42,9 @@ public final class SyncEngine {
     let transport: any SyncTransport
     public let configuration: Configuration
     let site: SiteID
+    /// What this store announces; its schema is fixed for the engine's life, and the fingerprint
+    /// hashes the whole schema text, so it is made once.
+    let announcedSchema: SchemaDescription
     private var checkedPurge = false
     /// Runs after each pulled page is applied, on the same connection: where an app keeps what it
     /// derives from synced columns in step (a derived column, a search index), also for changes
@@ -55,6 +58,7 @@ public final class SyncEngine {
         self.transport = transport
         self.configuration = configuration
         site = SiteID(bytes: log.identity.siteID)!
+        announcedSchema = SchemaDescription(log.schema)
     }
 
     /// The key of this server and dataset in the store's sync state.
@@ -102,8 +106,7 @@ public final class SyncEngine {
     // MARK: Steps
 
     private func negotiate() throws(SyncError) -> HelloResponse {
-        let schema = SchemaDescription(log.schema)
-        return try exchange("hello", HelloRequest(site: site, schema: schema))
+        return try exchange("hello", HelloRequest(site: site, schema: announcedSchema))
     }
 
     /// Stops the sync unless the verdict lets it go on (the state keeps what the hello said).
@@ -123,7 +126,7 @@ public final class SyncEngine {
     }
 
     private func push(limits: Limits, report: inout SyncReport) throws(SyncError) {
-        let schemaVersion = SchemaDescription(log.schema).version
+        let schemaVersion = announcedSchema.version
         let batchSize = max(1, min(configuration.pushBatchSize, limits.maxChangesPerPush))
         while true {
             let pending = try store { try log.pendingChanges(db, limit: batchSize) }
@@ -180,7 +183,7 @@ public final class SyncEngine {
             let page: PullResponse = try exchange(
                 "pull",
                 PullRequest(
-                    protocolVersion: ProtocolVersion.current, schemaVersion: SchemaDescription(log.schema).version,
+                    protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version,
                     site: site, cursor: state.cursor,
                     limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))))
             if !page.changes.isEmpty {

@@ -31,9 +31,15 @@ public enum ProtocolJSON {
     }
 
     public static func encode<Message: Encodable>(_ message: Message) throws -> Data {
+        try makeEncoder().encode(message)
+    }
+
+    /// The encoder ``encode(_:)`` uses, for a caller that writes many messages in a row and
+    /// should not build an encoder for each.
+    public static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(message)
+        return encoder
     }
 
     /// "changes[3].clock: a clock is …" rather than Foundation's nested description.
