@@ -152,6 +152,46 @@ struct RemoteApplyTests {
     // when that was the newest local entry, the queue ran backwards, the next local change got a
     // sequence already acknowledged (and was never pushed), and the next open saw the watermark
     // ahead of the log and re-recorded every row.
+    // Regression: a purged database kept the metadatabase's versions of the edits it lost, so
+    // another site's edit older than a lost one was refused here and taken everywhere else.
+    @Test func aPurgedDatabaseForgetsTheVersionsOfTheValuesItLost() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        let creation = try alice.push()
+        let lostEditClock: HybridTimestamp
+        do {
+            let bob = try Peer(directory, "bob.sqlite")
+            _ = try bob.log.apply(creation, to: bob.db)
+            usleep(2_000)  // a later millisecond than the creation
+            try bob.db.execute("UPDATE remindersLists SET name = 'Lost with the file' WHERE id = 'L'")
+            lostEditClock = try #require(try bob.log.pendingChanges(bob.db).last?.clock)
+            try bob.db.close()
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        let bob = try Peer(directory, "bob.sqlite")
+        #expect(bob.log.identity.state == .databaseRecreated)
+        #expect(try bob.log.pendingCount(bob.db) == 0)  // the lost value cannot be pushed
+        #expect(try bob.log.apply(creation, to: bob.db).applied == 1)  // downloaded again
+
+        // An edit made elsewhere before Bob's lost one, and never seen by Bob.
+        let edit = RemoteChange(
+            table: "remindersLists", primaryKey: ["id": .text("L")], operation: .update,
+            columns: ["name": .text("Work")],
+            clock: HybridTimestamp(
+                milliseconds: creation[0].clock.milliseconds, counter: creation[0].clock.counter + 1),
+            siteID: Data(repeating: 7, count: 16))
+        #expect(edit.clock < lostEditClock)
+        let fresh = try Peer(directory, "carol.sqlite")
+        for peer in [bob, fresh] {
+            _ = try peer.log.apply(creation, to: peer.db)
+            _ = try peer.log.apply([edit], to: peer.db)
+        }
+        #expect(try bob.rows("SELECT name FROM remindersLists") == ["Work"])
+        #expect(try bob.rows("SELECT name FROM remindersLists") == fresh.rows("SELECT name FROM remindersLists"))
+    }
+
     @Test func overwritingTheNewestLocalEntryNeverMovesTheQueueBackwards() throws {
         let alice = try Peer(directory, "alice.sqlite")
         let bob = try Peer(directory, "bob.sqlite")

@@ -45,7 +45,6 @@ public final class SyncEngine {
     /// What this store announces; its schema is fixed for the engine's life, and the fingerprint
     /// hashes the whole schema text, so it is made once.
     let announcedSchema: SchemaDescription
-    private var checkedPurge = false
     /// Runs after each pulled page is applied, on the same connection: where an app keeps what it
     /// derives from synced columns in step (a derived column, a search index), also for changes
     /// made by older releases that do not know the derived column. Its writes are recorded and
@@ -76,12 +75,6 @@ public final class SyncEngine {
     public func sync(progress: ((SyncProgress) -> Void)? = nil) throws(SyncError) -> SyncReport {
         var state = try state()
         do {
-            if !checkedPurge {
-                // The user's database was purged but the metadatabase kept: download everything
-                // again; the queued changes in the log stay and are pushed.
-                if log.identity.state == .databaseRecreated { state.cursor = nil }
-                checkedPurge = true
-            }
             var report = SyncReport()
             let hello = try negotiate()
             report.verdict = hello.verdict
