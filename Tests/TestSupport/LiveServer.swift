@@ -30,7 +30,8 @@ public final class LiveServer: @unchecked Sendable {
         self.arguments = arguments
         logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        (process, scheme, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
+        (process, scheme, port) = try Self.start(
+            dataDirectory: dataDirectory, port: 0, arguments: arguments, log: logFile)
     }
 
     deinit {
@@ -43,10 +44,12 @@ public final class LiveServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT` (or https).
     public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
 
-    private static func start(dataDirectory: URL, arguments: [String], log: URL) throws -> (Process, String, UInt16) {
+    private static func start(dataDirectory: URL, port: UInt16, arguments: [String], log: URL) throws -> (
+        Process, String, UInt16
+    ) {
         let process = Process()
         process.executableURL = try builtProduct("ostore-server")
-        process.arguments = ["serve", "--data", dataDirectory.path, "--port", "0"] + arguments
+        process.arguments = ["serve", "--data", dataDirectory.path, "--port", String(port)] + arguments
         let output = Pipe()
         process.standardOutput = output
         // A file, not a pipe: a pipe nobody reads would fill and block the server.
@@ -82,7 +85,16 @@ public final class LiveServer: @unchecked Sendable {
     public func killAndRestart() throws {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        (process, scheme, port) = try Self.start(dataDirectory: dataDirectory, arguments: arguments, log: logFile)
+        (process, scheme, port) = try Self.start(
+            dataDirectory: dataDirectory, port: 0, arguments: arguments, log: logFile)
+    }
+
+    /// Starts again on the same data and the same port after ``stop()``, as an operator restarting
+    /// the service would: clients that kept the address reach it again.
+    public func startAgainOnSamePort() throws {
+        precondition(!process.isRunning, "stop the server first")
+        (process, scheme, port) = try Self.start(
+            dataDirectory: dataDirectory, port: port, arguments: arguments, log: logFile)
     }
 
     /// The server's resident memory in kB, from /proc (`VmRSS`).
