@@ -259,7 +259,7 @@ private func customStagePlan<Script: StageScript>(_ script: Script.Type) -> any 
     CustomStagePlan<Script>.self
 }
 
-@Suite(.serialized) struct GuideWritingMigrationsTests {
+@Suite struct GuideWritingMigrationsTests {
     let directory: TemporaryDirectory
     let guide: String
 
