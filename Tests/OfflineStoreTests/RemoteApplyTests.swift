@@ -171,4 +171,37 @@ struct RemoteApplyTests {
         #expect(try reopened.log.reconcileCoverage(reopened.db).rescanned == false)
         #expect(try reopened.log.pendingCount(reopened.db) == 1)
     }
+
+    /// Found by the randomised convergence test (seed 9): a reminder moved to a list this store
+    /// has not received yet waits in the stash; SQLite's ON DELETE CASCADE then removed its tags
+    /// silently, and they never came back with it. Waiting in the stash must not cost a row's
+    /// children, nor the versions of its columns.
+    @Test func aChildWaitingForItsParentKeepsItsOwnChildrenAndColumnVersions() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'A')")
+        try alice.db.execute("INSERT INTO tags (id, name) VALUES ('T', 'errand')")
+        try alice.db.execute("INSERT INTO reminderTags (reminderID, tagID) VALUES ('R', 'T')")
+        _ = try bob.log.apply(try alice.push(), to: bob.db)
+        // An older title edit (Bob gets it late), a newer one, then a move to a new list.
+        try alice.db.execute("UPDATE reminders SET title = 'Old title' WHERE id = 'R'")
+        let older = try alice.push()
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Shop')")
+        try alice.db.execute("UPDATE reminders SET listID = 'B' WHERE id = 'R'")
+        let batch = try alice.push()
+        // The move and the title arrive before the new list.
+        let childFirst = try bob.log.apply(batch.filter { $0.table == "reminders" }, to: bob.db)
+        #expect(childFirst.stashed == 2)  // the reminder, and its tag with it
+        #expect(try bob.db.count("reminders") == 0 && bob.db.count("reminderTags") == 0)
+        _ = try bob.log.apply(batch.filter { $0.table == "remindersLists" }, to: bob.db)
+        #expect(try bob.rows("SELECT title || '/' || listID FROM reminders") == ["Oat milk/B"])
+        #expect(try bob.rows("SELECT reminderID || tagID FROM reminderTags") == ["RT"])
+        // The title's version survived the stash: the older edit arriving late changes nothing.
+        _ = try bob.log.apply(older, to: bob.db)
+        #expect(try bob.rows("SELECT title FROM reminders") == ["Oat milk"])
+        #expect(try bob.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
 }
