@@ -32,9 +32,11 @@ extension ChangeLog {
     ///   change this store has for the row. An update writes each column whose clock is newer.
     /// - A change for a table or column this schema does not know, or an update of a row not
     ///   present yet, goes to the stash and is retried after every batch and every migration.
-    /// - Foreign keys are checked at commit (`defer_foreign_keys`). A child left pointing at a
-    ///   parent that was deleted is deleted too, as `ON DELETE CASCADE` would have; a child whose
-    ///   parent never arrived is moved to the stash until it does.
+    /// - Foreign keys are resolved at commit by the sync rules, not by SQLite's actions (keys are
+    ///   off while a batch applies, and `foreign_key_check` proves the result). A child left
+    ///   pointing at a parent that was deleted is deleted too, as `ON DELETE CASCADE` would have,
+    ///   by a new local delete that every site then applies; a child whose parent never arrived
+    ///   waits in the stash (with its own children, keeping its versions) until it does.
     /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
     ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
     ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
@@ -374,8 +376,12 @@ extension ChangeLog {
                     }
                     let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
                     try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
-                    if let deleted = try version(parentID, Self.loggedKey(parentKey), "-", db) {
-                        try recordVersion(childID, Self.loggedKey(childKey), "-", deleted.clock, 0, db)
+                    if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
+                        // A new local delete, newer than anything this store has seen: dated by
+                        // the parent's deletion, it could be older than the child's creation and
+                        // lose on other sites, which keep the child (moved meanwhile to a live
+                        // parent) while this one has dropped it for good.
+                        try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
                         outcome.applied += 1
                     } else if let row {
                         let values = try row.valuesByColumnName()
