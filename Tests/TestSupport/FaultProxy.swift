@@ -14,8 +14,11 @@ public enum ProxyFault: String, Sendable, Hashable, CaseIterable {
     case resetAfterForwarding
     /// The server answers; the client gets nothing until its own timeout gives up.
     case stall
-    /// The server answers; the client gets the first part of the answer and then the end of the stream.
+    /// The server answers; the client gets the first half of the answer and then the end of the stream.
     case truncate
+    /// The server answers; the client gets the answer's status line alone and then the end of the
+    /// stream (libcurl reports such an answer as complete, with an empty body).
+    case truncateHead
     /// The request reaches the server twice; the client gets the second answer.
     case replay
     /// A request captured earlier on this proxy reaches the server again (its answer dropped), then
@@ -86,6 +89,13 @@ public final class FaultProxy: Sendable {
         set { core.hook.value = newValue }
     }
 
+    /// Runs on the connection's thread once an answer has been relayed to the client: where a
+    /// test kills the client while it applies what it was sent.
+    public var afterAnswering: (@Sendable (ProxiedRequest) -> Void)? {
+        get { core.answered.value }
+        set { core.answered.value = newValue }
+    }
+
     /// How many requests got each fault so far.
     public var counts: [ProxyFault: Int] { core.state.value.counts }
 
@@ -105,6 +115,7 @@ private final class ProxyCore: @unchecked Sendable {
     let state: Locked<State>
     let plan = Locked<@Sendable (ProxiedRequest) -> ProxyFault>({ _ in .pass })
     let hook = Locked<(@Sendable (ProxiedRequest) -> Void)?>(nil)
+    let answered = Locked<(@Sendable (ProxiedRequest) -> Void)?>(nil)
 
     struct State {
         var upstreamPort: UInt16
@@ -178,8 +189,13 @@ private final class ProxyCore: @unchecked Sendable {
             case .truncate:
                 _ = client.send(answer.prefix(max(1, answer.count / 2)))
                 return client.shutDown()
+            case .truncateHead:
+                let statusLine = answer.range(of: Data("\r\n".utf8)).map { answer[..<$0.upperBound] } ?? answer
+                _ = client.send(Data(statusLine))
+                return client.shutDown()
             case .pass, .resetBeforeForwarding, .replay, .replayEarlier:
                 guard client.send(answer) else { return }
+                answered.value?(request)
             }
         }
     }
