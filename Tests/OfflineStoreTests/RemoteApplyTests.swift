@@ -204,4 +204,38 @@ struct RemoteApplyTests {
         #expect(try bob.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
         #expect(try bob.log.pendingCount(bob.db) == 0)
     }
+
+    /// Found by the randomised convergence test (seeds 313, 382, 486 of 500): a reminder added to a
+    /// list that another device deleted meanwhile, then moved to a live list. A site that saw it in
+    /// the deleted list dropped it with a delete dated by the list's deletion, older than the
+    /// reminder itself, so the others kept it, and the move waited in that site's stash for ever.
+    /// The cascade's delete is now a new local change, which wins everywhere.
+    @Test func aChildDroppedWithItsDeletedParentIsDroppedOnEverySite() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        let carol = try Peer(directory, "carol.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('X', 'Old'), ('Y', 'New')")
+        let lists = try alice.push()
+        _ = try bob.log.apply(lists, to: bob.db)
+        _ = try carol.log.apply(lists, to: carol.db)
+        try bob.db.execute("DELETE FROM remindersLists WHERE id = 'X'")
+        let deletion = try bob.push()
+        usleep(5_000)  // the reminder is made after the list's deletion, on another device
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'X')")
+        let added = try alice.push()
+        try alice.db.execute("UPDATE reminders SET listID = 'Y' WHERE id = 'R'")
+        let moved = try alice.push()
+
+        // Carol sees the reminder in the deleted list, drops it, and tells the others.
+        for batch in [deletion, added, moved] { _ = try carol.log.apply(batch, to: carol.db) }
+        #expect(try carol.db.count("reminders") == 0)
+        let cascade = try carol.push()
+        #expect(cascade.map(\.operation) == [.delete])
+        for batch in [deletion, cascade] { _ = try alice.log.apply(batch, to: alice.db) }
+        for batch in [added, moved, deletion, cascade] { _ = try bob.log.apply(batch, to: bob.db) }
+        for peer in [alice, bob, carol] {
+            #expect(try peer.db.count("reminders") == 0)
+            #expect(try peer.rows("SELECT id FROM remindersLists") == ["Y"])
+        }
+    }
 }

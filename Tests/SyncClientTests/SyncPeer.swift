@@ -4,9 +4,9 @@ import RemindersModel
 import SyncClient
 import TestSupport
 
-/// One device of a convergence run: a Reminders 2.0 store, its engine over libcurl, and what
-/// its change log recorded as this site's own changes (the model's input).
-final class ConvergencePeer {
+/// A device: a Reminders 2.0 store and its engine over libcurl (to a server or a ``FaultProxy``),
+/// with what its change log recorded as this site's own changes (the merge model's input).
+final class SyncPeer {
     /// The synced tables compared across sites, each with the key expression its change log uses.
     static let tables: [(name: String, key: String)] = [
         ("remindersLists", "id"), ("reminders", "id"), ("tags", "id"),
@@ -22,8 +22,9 @@ final class ConvergencePeer {
     private var capturedThrough: Int64 = 0
 
     init(
-        name: String, path: String, server: URL, dataset: String, token: String, transport: HTTPClient.Configuration,
-        batchSize: Int, pageSize: Int
+        name: String, path: String, server: URL, dataset: String, token: String,
+        transport: HTTPClient.Configuration = HTTPClient.Configuration(), batchSize: Int = 1_000, pageSize: Int = 1_000,
+        retry: RetryPolicy = SyncPeer.immediateRetries
     ) throws {
         self.name = name
         db = try Database(path: path)
@@ -32,10 +33,21 @@ final class ConvergencePeer {
         var configuration = SyncEngine.Configuration(server: server, dataset: dataset, token: token)
         configuration.pushBatchSize = batchSize
         configuration.pullPageSize = pageSize
-        configuration.retry = RetryPolicy(maximumAttempts: 4)
-        configuration.retry.sleep = { _ in }
+        configuration.retry = retry
         engine = SyncEngine(
             db: db, log: log, transport: try HTTPClient(configuration: transport), configuration: configuration)
+    }
+
+    /// Four attempts, no waiting between them.
+    static var immediateRetries: RetryPolicy {
+        var retry = RetryPolicy(maximumAttempts: 4)
+        retry.sleep = { _ in }
+        return retry
+    }
+
+    /// How many rows `table` holds.
+    func count(_ table: String) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM main.\(identifier: table)") ?? -1
     }
 
     /// This site's own changes recorded since the last call (a local write, or a child removed

@@ -30,9 +30,9 @@ struct ConvergenceRun {
         let dataset = "seed-\(seed)"
         let token = try makeDataset(server, dataset)
         // A short total timeout makes a stall cost little; a slow answer is one more fault.
-        let transport = HTTPClient.Configuration(connectTimeout: .seconds(2), totalTimeout: .milliseconds(600))
+        let transport = HTTPClient.Configuration(connectTimeout: .seconds(2), totalTimeout: .milliseconds(300))
         let peers = try (0..<Int.random(in: 3...4, using: &random)).map { index in
-            try ConvergencePeer(
+            try SyncPeer(
                 name: "p\(index)", path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
                 dataset: dataset, token: token, transport: transport,
                 batchSize: Int.random(in: 2...12, using: &random), pageSize: Int.random(in: 2...12, using: &random))
@@ -76,13 +76,14 @@ struct ConvergenceRun {
     static func fault(rate: Double, using generator: inout SeededGenerator) -> ProxyFault {
         guard Double.random(in: 0..<1, using: &generator) < rate else { return .pass }
         let weighted: [ProxyFault] = [
-            .resetBeforeForwarding, .resetBeforeForwarding, .resetAfterForwarding, .resetAfterForwarding,
-            .resetAfterForwarding, .truncate, .truncate, .replay, .replay, .replayEarlier, .replayEarlier, .stall,
+            .resetBeforeForwarding, .resetBeforeForwarding, .resetBeforeForwarding, .resetAfterForwarding,
+            .resetAfterForwarding, .resetAfterForwarding, .resetAfterForwarding, .truncate, .truncate, .truncateHead,
+            .replay, .replay, .replay, .replayEarlier, .replayEarlier, .replayEarlier, .stall,
         ]
         return weighted[Int.random(in: 0..<weighted.count, using: &generator)]
     }
 
-    private func syncUntilItCompletes(_ peer: ConvergencePeer) throws -> SyncReport {
+    private func syncUntilItCompletes(_ peer: SyncPeer) throws -> SyncReport {
         var attempt = 0
         while true {
             attempt += 1
@@ -95,10 +96,10 @@ struct ConvergenceRun {
         }
     }
 
-    private func check(_ peers: [ConvergencePeer], events: [ModelEvent], dataset: String, into problems: inout [String])
+    private func check(_ peers: [SyncPeer], events: [ModelEvent], dataset: String, into problems: inout [String])
         throws
     {
-        let model = MergeModel.merge(events, tables: ConvergencePeer.tables.map(\.name))
+        let model = MergeModel.merge(events, tables: SyncPeer.tables.map(\.name))
         let expected = MergeModel.canonicalText(model)
         for peer in peers {
             let pending = try peer.log.pendingCount(peer.db)
@@ -111,26 +112,15 @@ struct ConvergenceRun {
                         + (try history(of: Self.difference(expected: expected, actual: actual), peer, events)))
             }
         }
-        // Nothing stored twice: every (site, seq) once in the server's log, and each site's mark
-        // where its log says it pushed to.
-        let storage = try Database(path: server.dataDirectory.appendingPathComponent("server.sqlite").path)
-        defer { try? storage.close() }
-        let bodies = try storage.fetchAll(
-            String.self,
-            """
-            SELECT body FROM server_log WHERE datasetID = (SELECT id FROM server_datasets WHERE name = \(dataset))
-            """)
-        var stored = Set<String>()
-        for body in bodies {
-            let change = try JSONDecoder().decode(Change.self, from: Data(body.utf8))
-            let identity = "\(change.site)#\(change.seq)"
-            if !stored.insert(identity).inserted { problems.append("the server stored \(identity) twice") }
+        // Nothing stored twice: every (site, seq) once in the server's log.
+        for twice in try server.changesStoredTwice(dataset: dataset) {
+            problems.append("the server stored \(twice) twice")
         }
     }
 
     /// For each row that differs (and the rows its key names): the changes the sites logged for it
     /// and what the device's log and stash hold, to see which rule went wrong.
-    private func history(of difference: String, _ peer: ConvergencePeer, _ events: [ModelEvent]) throws -> String {
+    private func history(of difference: String, _ peer: SyncPeer, _ events: [ModelEvent]) throws -> String {
         var keys = Set<String>()
         for line in difference.split(separator: "\n") {
             guard let open = line.firstIndex(of: "["), let close = line.firstIndex(of: "]") else { continue }
@@ -180,12 +170,12 @@ struct Workload {
     private var linked = Set<String>()
     private let words = ["milk", "bread", "call mum", "taxes", "gym", "books", "plants", "car"]
 
-    private mutating func freshID(_ peer: ConvergencePeer, _ kind: String) -> String {
+    private mutating func freshID(_ peer: SyncPeer, _ kind: String) -> String {
         counter += 1
         return "\(kind)\(counter)-\(peer.name)"
     }
 
-    mutating func randomOperation(on peer: ConvergencePeer, using random: inout SeededGenerator) throws {
+    mutating func randomOperation(on peer: SyncPeer, using random: inout SeededGenerator) throws {
         let db = peer.db
         let lists = try db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id")
         let reminders = try db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id")

@@ -1,0 +1,107 @@
+import Foundation
+import OfflineStore
+import SyncClient
+import TestSupport
+import Testing
+
+/// `ostore-server` killed with SIGKILL while it handles a large push or pull (the proxy holds
+/// the client's request on the wire and kills the server once the request has reached it), then
+/// started again on the same data: the client's retries complete the sync, nothing is lost and
+/// nothing is stored or applied twice.
+@Suite("Server killed in the middle of a request")
+struct ServerKillTests {
+    static let rows = 3_000
+
+    /// A device with `rows` reminders made offline, and one that has none, both through `proxy`.
+    private func devices(_ directory: TemporaryDirectory, _ proxy: FaultProxy, token: String) throws -> (
+        SyncPeer, SyncPeer
+    ) {
+        // The server is down for a moment: wait a little between attempts.
+        var retry = RetryPolicy(maximumAttempts: 40)
+        retry.sleep = { _ in usleep(50_000) }
+        let devices = try ["alice", "bob"].map { name in
+            try SyncPeer(
+                name: name, path: directory.path("\(name).sqlite"), server: proxy.baseURL, dataset: "family",
+                token: token, batchSize: Self.rows + 1, pageSize: Self.rows + 1, retry: retry)
+        }
+        try devices[0].db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            for index in 0..<Self.rows {
+                try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("r\(index)"), 'L')")
+            }
+        }
+        return (devices[0], devices[1])
+    }
+
+    /// Kills the server (and starts it again) once the first request to `endpoint` has reached
+    /// it, `delay` later; what the server's log held right after the kill.
+    private func killDuring(
+        _ endpoint: String, after delay: UInt32, _ server: LiveServer, _ proxy: FaultProxy
+    ) -> Locked<Int?> {
+        let storedAtKill = Locked<Int?>(nil)
+        proxy.afterForwarding = { request in
+            guard request.path.hasSuffix("/\(endpoint)"), storedAtKill.value == nil else { return }
+            usleep(delay)
+            do {
+                try server.killAndRestart()
+                proxy.upstreamPort = server.port
+                storedAtKill.value = try server.loggedChanges(dataset: "family").count
+            } catch {
+                Issue.record("the server did not start again: \(error)")
+            }
+        }
+        return storedAtKill
+    }
+
+    @Test(arguments: [0, 20_000, 80_000] as [UInt32])
+    func killedDuringAPushTheBatchIsStoredOnce(delay: UInt32) throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
+        let token = try makeDataset(server, "family")
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let (alice, bob) = try devices(directory, proxy, token: token)
+        let storedAtKill = killDuring("push", after: delay, server, proxy)
+
+        let report = try alice.engine.sync()
+        // All or nothing: the kill left the batch whole or absent, and the retry completed it.
+        #expect([0, Self.rows + 1].contains(storedAtKill.value ?? -1))
+        #expect(report.pushed == Self.rows + 1)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        #expect(try server.loggedChanges(dataset: "family").count == Self.rows + 1)
+        #expect(try server.changesStoredTwice(dataset: "family").isEmpty)
+        try bob.engine.sync()
+        #expect(try bob.count("reminders") == Self.rows)
+        #expect(try bob.contents() == alice.contents())
+        print(
+            "push killed \(delay / 1000) ms after it reached the server, which then held \(storedAtKill.value ?? -1) changes"
+        )
+    }
+
+    @Test(arguments: [0, 20_000, 80_000] as [UInt32])
+    func killedDuringAPullThePageIsAppliedOnce(delay: UInt32) throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
+        let token = try makeDataset(server, "family")
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let (alice, bob) = try devices(directory, proxy, token: token)
+        try alice.engine.sync()
+        // Bob's first pull is a snapshot; then a log pull of Alice's edits, also killed.
+        let snapshotKill = killDuring("pull", after: delay, server, proxy)
+        try bob.engine.sync()
+        #expect(snapshotKill.value == Self.rows + 1)
+        try alice.db.execute("UPDATE reminders SET isDone = 1")
+        try alice.engine.sync()
+        let logKill = killDuring("pull", after: delay, server, proxy)
+        let report = try bob.engine.sync()
+        #expect(logKill.value == 2 * Self.rows + 1)
+        #expect(report.pulled == Self.rows)
+        #expect(try bob.count("reminders") == Self.rows)
+        #expect(try bob.db.fetchValue(Int.self, "SELECT sum(isDone) FROM reminders") == Self.rows)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        #expect(try bob.contents() == alice.contents())
+        #expect(try server.changesStoredTwice(dataset: "family").isEmpty)
+        #expect(try bob.db.fetchValue(String.self, "PRAGMA integrity_check") == "ok")
+    }
+}
