@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncClient
+import SyncServer
 import TestSupport
 import Testing
 
@@ -33,15 +34,38 @@ struct ServerKillTests {
         return (devices[0], devices[1])
     }
 
+    /// When the kill comes, once the request has reached the server.
+    enum KillMoment: Sendable, CustomTestStringConvertible {
+        /// A fixed time later (microseconds).
+        case after(UInt32)
+        /// As soon as the server's write-ahead log grows: inside its write transaction.
+        case whenTheServerWrites
+
+        var testDescription: String {
+            switch self {
+            case .after(let microseconds): "\(microseconds / 1_000) ms after the request"
+            case .whenTheServerWrites: "when the server writes"
+            }
+        }
+    }
+
     /// Kills the server (and starts it again) once the first request to `endpoint` has reached
-    /// it, `delay` later; what the server's log held right after the kill.
+    /// it, at `moment`; what the server's log held right after the kill.
     private func killDuring(
-        _ endpoint: String, after delay: UInt32, _ server: LiveServer, _ proxy: FaultProxy
+        _ endpoint: String, _ moment: KillMoment, _ server: LiveServer, _ proxy: FaultProxy
     ) -> Locked<Int?> {
         let storedAtKill = Locked<Int?>(nil)
+        let wal = server.dataDirectory.appendingPathComponent(SQLiteSyncStorage.fileName + "-wal").path
+        @Sendable func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
         proxy.afterForwarding = { request in
             guard request.path.hasSuffix("/\(endpoint)"), storedAtKill.value == nil else { return }
-            usleep(delay)
+            switch moment {
+            case .after(let microseconds):
+                usleep(microseconds)
+            case .whenTheServerWrites:
+                let before = walSize()
+                _ = eventually(timeout: .seconds(10)) { walSize() != before }
+            }
             do {
                 try server.killAndRestart()
                 proxy.upstreamPort = server.port
@@ -53,15 +77,15 @@ struct ServerKillTests {
         return storedAtKill
     }
 
-    @Test(arguments: [0, 20_000, 80_000] as [UInt32])
-    func killedDuringAPushTheBatchIsStoredOnce(delay: UInt32) throws {
+    @Test(arguments: [.after(0), .after(20_000), .whenTheServerWrites] as [KillMoment])
+    func killedDuringAPushTheBatchIsStoredOnce(moment: KillMoment) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let token = try makeDataset(server, "family")
         let proxy = try FaultProxy(upstreamPort: server.port)
         defer { proxy.stop() }
         let (alice, bob) = try devices(directory, proxy, token: token)
-        let storedAtKill = killDuring("push", after: delay, server, proxy)
+        let storedAtKill = killDuring("push", moment, server, proxy)
 
         let report = try alice.engine.sync()
         // All or nothing: the kill left the batch whole or absent, and the retry completed it.
@@ -74,12 +98,12 @@ struct ServerKillTests {
         #expect(try bob.count("reminders") == Self.rows)
         #expect(try bob.contents() == alice.contents())
         print(
-            "push killed \(delay / 1000) ms after it reached the server, which then held \(storedAtKill.value ?? -1) changes"
+            "push killed \(moment.testDescription): the server then held \(storedAtKill.value ?? -1) changes"
         )
     }
 
-    @Test(arguments: [0, 20_000, 80_000] as [UInt32])
-    func killedDuringAPullThePageIsAppliedOnce(delay: UInt32) throws {
+    @Test(arguments: [.after(0), .after(20_000)] as [KillMoment])
+    func killedDuringAPullThePageIsAppliedOnce(moment: KillMoment) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let token = try makeDataset(server, "family")
@@ -88,12 +112,12 @@ struct ServerKillTests {
         let (alice, bob) = try devices(directory, proxy, token: token)
         try alice.engine.sync()
         // Bob's first pull is a snapshot; then a log pull of Alice's edits, also killed.
-        let snapshotKill = killDuring("pull", after: delay, server, proxy)
+        let snapshotKill = killDuring("pull", moment, server, proxy)
         try bob.engine.sync()
         #expect(snapshotKill.value == Self.rows + 1)
         try alice.db.execute("UPDATE reminders SET isDone = 1")
         try alice.engine.sync()
-        let logKill = killDuring("pull", after: delay, server, proxy)
+        let logKill = killDuring("pull", moment, server, proxy)
         let report = try bob.engine.sync()
         #expect(logKill.value == 2 * Self.rows + 1)
         #expect(report.pulled == Self.rows)
