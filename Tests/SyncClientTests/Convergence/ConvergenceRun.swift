@@ -104,6 +104,11 @@ struct ConvergenceRun {
         for peer in peers {
             let pending = try peer.log.pendingCount(peer.db)
             if pending != 0 { problems.append("\(peer.name) still has \(pending) changes to push") }
+            // Nothing left waiting: every parent arrived, every update found its row or its delete.
+            let waiting = try peer.db.fetchAll(String.self, "SELECT change FROM ostore_meta.ostore_stash")
+            if !waiting.isEmpty {
+                problems.append("\(peer.name) still has \(waiting.count) changes in its stash: \(waiting.prefix(3))")
+            }
             let actual = MergeModel.canonicalText(try peer.contents())
             if actual != expected {
                 problems.append(
