@@ -13,25 +13,38 @@ import Testing
 struct ServerKillTests {
     static let rows = 3_000
 
-    /// A device with `rows` reminders made offline, and one that has none, both through `proxy`.
-    private func devices(_ directory: TemporaryDirectory, _ proxy: FaultProxy, token: String) throws -> (
-        SyncPeer, SyncPeer
-    ) {
-        // The server is down for a moment: wait a little between attempts.
-        var retry = RetryPolicy(maximumAttempts: 40)
-        retry.sleep = { _ in usleep(50_000) }
-        let devices = try ["alice", "bob"].map { name in
-            try SyncPeer(
-                name: name, path: directory.path("\(name).sqlite"), server: proxy.baseURL, dataset: "family",
-                token: token, batchSize: Self.rows + 1, pageSize: Self.rows + 1, retry: retry)
-        }
-        try devices[0].db.transaction { db in
-            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
-            for index in 0..<Self.rows {
-                try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("r\(index)"), 'L')")
+    /// A server, a proxy in front of it, a device with `rows` reminders made offline and one with
+    /// none, both syncing through the proxy. The proxy stops when the stage is released.
+    private struct Stage {
+        let directory: TemporaryDirectory
+        let server: LiveServer
+        let proxy: FaultProxy
+        let alice: SyncPeer
+        let bob: SyncPeer
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
+            let token = try makeDataset(server, "family")
+            proxy = try FaultProxy(upstreamPort: server.port)
+            // The server is down for a moment: wait a little between attempts.
+            var retry = RetryPolicy(maximumAttempts: 40)
+            retry.sleep = { _ in usleep(50_000) }
+            let (directory, proxy) = (directory, proxy)
+            let devices = try ["alice", "bob"].map { name in
+                try SyncPeer(
+                    name: name, path: directory.path("\(name).sqlite"), server: proxy.baseURL, dataset: "family",
+                    token: token, batchSize: ServerKillTests.rows + 1, pageSize: ServerKillTests.rows + 1, retry: retry)
+            }
+            (alice, bob) = (devices[0], devices[1])
+            try alice.db.transaction { db in
+                try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+                for index in 0..<ServerKillTests.rows {
+                    try db.execute(
+                        "INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("r\(index)"), 'L')")
+                }
             }
         }
-        return (devices[0], devices[1])
     }
 
     /// When the kill comes, once the request has reached the server.
@@ -79,12 +92,8 @@ struct ServerKillTests {
 
     @Test(arguments: [.after(0), .after(20_000), .whenTheServerWrites] as [KillMoment])
     func killedDuringAPushTheBatchIsStoredOnce(moment: KillMoment) throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
-        let token = try makeDataset(server, "family")
-        let proxy = try FaultProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        let (alice, bob) = try devices(directory, proxy, token: token)
+        let stage = try Stage()
+        let (server, proxy, alice, bob) = (stage.server, stage.proxy, stage.alice, stage.bob)
         let storedAtKill = killDuring("push", moment, server, proxy)
 
         let report = try alice.engine.sync()
@@ -104,12 +113,8 @@ struct ServerKillTests {
 
     @Test(arguments: [.after(0), .after(20_000)] as [KillMoment])
     func killedDuringAPullThePageIsAppliedOnce(moment: KillMoment) throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
-        let token = try makeDataset(server, "family")
-        let proxy = try FaultProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        let (alice, bob) = try devices(directory, proxy, token: token)
+        let stage = try Stage()
+        let (server, proxy, alice, bob) = (stage.server, stage.proxy, stage.alice, stage.bob)
         try alice.engine.sync()
         // Bob's first pull is a snapshot; then a log pull of Alice's edits, also killed.
         let snapshotKill = killDuring("pull", moment, server, proxy)
