@@ -17,6 +17,9 @@ final class SyncPeer {
     let db: Database
     let log: ChangeLog
     let engine: SyncEngine
+    /// The same sync over libcurl's default timeouts, for syncs that must complete on a quiet
+    /// network however loaded the machine is.
+    let patientEngine: SyncEngine
     let site: Data
     /// The log's sequence number up to which this site's entries were read into the model.
     private var capturedThrough: Int64 = 0
@@ -36,6 +39,8 @@ final class SyncPeer {
         configuration.retry = retry
         engine = SyncEngine(
             db: db, log: log, transport: try HTTPClient(configuration: transport), configuration: configuration)
+        configuration.retry.maximumAttempts = 10
+        patientEngine = SyncEngine(db: db, log: log, transport: try HTTPClient(), configuration: configuration)
     }
 
     /// Four attempts, no waiting between them.

@@ -61,7 +61,7 @@ struct ConvergenceRun {
         for _ in 0..<8 where !quiet {
             quiet = true
             for peer in peers {
-                let report = try syncUntilItCompletes(peer)
+                let report = try peer.patientEngine.sync()
                 events += try peer.capture()
                 if report.pushed > 0 || report.pulled > 0 { quiet = false }
             }
@@ -81,19 +81,6 @@ struct ConvergenceRun {
             .replay, .replay, .replay, .replayEarlier, .replayEarlier, .replayEarlier, .stall,
         ]
         return weighted[Int.random(in: 0..<weighted.count, using: &generator)]
-    }
-
-    private func syncUntilItCompletes(_ peer: SyncPeer) throws -> SyncReport {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                return try peer.engine.sync()
-            } catch {
-                // A loaded machine may still time a request out; anything else is a failure.
-                guard error.isRetryable, attempt < 10 else { throw error }
-            }
-        }
     }
 
     private func check(_ peers: [SyncPeer], events: [ModelEvent], dataset: String, into problems: inout [String])
