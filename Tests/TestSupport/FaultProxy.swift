@@ -21,7 +21,7 @@ public enum ProxyFault: String, Sendable, Hashable, CaseIterable {
     case truncateHead
     /// The request reaches the server twice; the client gets the second answer.
     case replay
-    /// A request captured earlier on this proxy reaches the server again (its answer dropped), then
+    /// One of the last 64 requests through this proxy reaches the server again (its answer dropped), then
     /// this one is forwarded.
     case replayEarlier
 }
@@ -169,7 +169,13 @@ private final class ProxyCore: @unchecked Sendable {
             let (port, earlier) = state.withLock { state -> (UInt16, Data?) in
                 state.counts[fault, default: 0] += 1
                 let earlier = state.captured.isEmpty ? nil : state.captured[number % state.captured.count]
-                if state.captured.count < 64 { state.captured.append(message.raw) }
+                // The last 64 requests, so a replay is of recent work (the same dataset, a push
+                // the server has already stored or one it has not yet seen the end of).
+                if state.captured.count < 64 {
+                    state.captured.append(message.raw)
+                } else {
+                    state.captured[number % 64] = message.raw
+                }
                 return (state.upstreamPort, earlier)
             }
             if fault == .resetBeforeForwarding { return client.reset() }
