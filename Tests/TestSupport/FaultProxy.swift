@@ -149,16 +149,17 @@ private final class ProxyCore: @unchecked Sendable {
                 return true
             }
             guard registered else { return }
-            Thread { [self] in
-                serve(client)
-                _ = state.withLock { $0.open.removeValue(forKey: client.descriptor) }
-            }.start()
+            Thread { [self] in serve(client) }.start()
         }
     }
 
     private func serve(_ client: ProxySocket) {
         var buffer = Data()
-        defer { client.close() }
+        defer {
+            // Forgotten before it is closed, while its descriptor cannot be another connection's.
+            _ = state.withLock { $0.open.removeValue(forKey: client.descriptor) }
+            client.close()
+        }
         while let message = HTTPMessage.read(from: client, buffer: &buffer) {
             let number = state.withLock { state -> Int in
                 state.requests += 1
