@@ -110,7 +110,7 @@ let package = Package(
         // `ostore-server` process to talk to.
         .target(
             name: "TestSupport",
-            dependencies: ["SyncServer", "SyncProtocol"],
+            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore"],
             path: "Tests/TestSupport"
         ),
         .testTarget(

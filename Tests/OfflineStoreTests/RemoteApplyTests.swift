@@ -211,4 +211,71 @@ struct RemoteApplyTests {
         #expect(try reopened.log.reconcileCoverage(reopened.db).rescanned == false)
         #expect(try reopened.log.pendingCount(reopened.db) == 1)
     }
+
+    /// Found by the randomised convergence test (seed 9): a reminder moved to a list this store
+    /// has not received yet waits in the stash; SQLite's ON DELETE CASCADE then removed its tags
+    /// silently, and they never came back with it. Waiting in the stash must not cost a row's
+    /// children, nor the versions of its columns.
+    @Test func aChildWaitingForItsParentKeepsItsOwnChildrenAndColumnVersions() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'A')")
+        try alice.db.execute("INSERT INTO tags (id, name) VALUES ('T', 'errand')")
+        try alice.db.execute("INSERT INTO reminderTags (reminderID, tagID) VALUES ('R', 'T')")
+        _ = try bob.log.apply(try alice.push(), to: bob.db)
+        // An older title edit (Bob gets it late), a newer one, then a move to a new list.
+        try alice.db.execute("UPDATE reminders SET title = 'Old title' WHERE id = 'R'")
+        let older = try alice.push()
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Shop')")
+        try alice.db.execute("UPDATE reminders SET listID = 'B' WHERE id = 'R'")
+        let batch = try alice.push()
+        // The move and the title arrive before the new list.
+        let childFirst = try bob.log.apply(batch.filter { $0.table == "reminders" }, to: bob.db)
+        #expect(childFirst.stashed == 2)  // the reminder, and its tag with it
+        #expect(try bob.db.count("reminders") == 0 && bob.db.count("reminderTags") == 0)
+        _ = try bob.log.apply(batch.filter { $0.table == "remindersLists" }, to: bob.db)
+        #expect(try bob.rows("SELECT title || '/' || listID FROM reminders") == ["Oat milk/B"])
+        #expect(try bob.rows("SELECT reminderID || tagID FROM reminderTags") == ["RT"])
+        // The title's version survived the stash: the older edit arriving late changes nothing.
+        _ = try bob.log.apply(older, to: bob.db)
+        #expect(try bob.rows("SELECT title FROM reminders") == ["Oat milk"])
+        #expect(try bob.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
+
+    /// Found by the randomised convergence test (seeds 313, 382, 486 of 500): a reminder added to a
+    /// list that another device deleted meanwhile, then moved to a live list. A site that saw it in
+    /// the deleted list dropped it with a delete dated by the list's deletion, older than the
+    /// reminder itself, so the others kept it, and the move waited in that site's stash for ever.
+    /// The cascade's delete is now a new local change, which wins everywhere.
+    @Test func aChildDroppedWithItsDeletedParentIsDroppedOnEverySite() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        let carol = try Peer(directory, "carol.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('X', 'Old'), ('Y', 'New')")
+        let lists = try alice.push()
+        _ = try bob.log.apply(lists, to: bob.db)
+        _ = try carol.log.apply(lists, to: carol.db)
+        try bob.db.execute("DELETE FROM remindersLists WHERE id = 'X'")
+        let deletion = try bob.push()
+        usleep(5_000)  // the reminder is made after the list's deletion, on another device
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'X')")
+        let added = try alice.push()
+        try alice.db.execute("UPDATE reminders SET listID = 'Y' WHERE id = 'R'")
+        let moved = try alice.push()
+
+        // Carol sees the reminder in the deleted list, drops it, and tells the others.
+        for batch in [deletion, added, moved] { _ = try carol.log.apply(batch, to: carol.db) }
+        #expect(try carol.db.count("reminders") == 0)
+        let cascade = try carol.push()
+        #expect(cascade.map(\.operation) == [.delete])
+        for batch in [deletion, cascade] { _ = try alice.log.apply(batch, to: alice.db) }
+        for batch in [added, moved, deletion, cascade] { _ = try bob.log.apply(batch, to: bob.db) }
+        for peer in [alice, bob, carol] {
+            #expect(try peer.db.count("reminders") == 0)
+            #expect(try peer.rows("SELECT id FROM remindersLists") == ["Y"])
+        }
+    }
 }

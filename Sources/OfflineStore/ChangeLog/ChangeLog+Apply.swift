@@ -32,9 +32,11 @@ extension ChangeLog {
     ///   change this store has for the row. An update writes each column whose clock is newer.
     /// - A change for a table or column this schema does not know, or an update of a row not
     ///   present yet, goes to the stash and is retried after every batch and every migration.
-    /// - Foreign keys are checked at commit (`defer_foreign_keys`). A child left pointing at a
-    ///   parent that was deleted is deleted too, as `ON DELETE CASCADE` would have; a child whose
-    ///   parent never arrived is moved to the stash until it does.
+    /// - Foreign keys are resolved at commit by the sync rules, not by SQLite's actions (keys are
+    ///   off while a batch applies, and `foreign_key_check` proves the result). A child left
+    ///   pointing at a parent that was deleted is deleted too, as `ON DELETE CASCADE` would have,
+    ///   by a new local delete that every site then applies; a child whose parent never arrived
+    ///   waits in the stash (with its own children, keeping its versions) until it does.
     /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
     ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
     ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
@@ -43,33 +45,65 @@ extension ChangeLog {
     /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
     public func apply(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
         var outcome = try applyBatch(changes, to: db)
-        // A batch may bring what stashed changes waited for (a parent row, a row to update).
-        if try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM ostore_meta.ostore_stash") == true {
+        // A batch may bring what stashed changes waited for (a parent row, a row to update). One
+        // stashed change may wait for another (an update for the insert of a row that waits for
+        // its parent), so the stash is retried while it shrinks.
+        var waiting = try stashCount(db)
+        while waiting > 0 {
             let retried = try applyStash(db)
             outcome.applied += retried.applied
             outcome.superseded += retried.superseded
             outcome.rejected += retried.rejected
+            guard retried.stashed < waiting else { break }
+            waiting = retried.stashed
         }
-        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+        outcome.stashed = try stashCount(db)
         return outcome
+    }
+
+    private func stashCount(_ db: Database) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
     }
 
     private func applyBatch(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
         try db.withoutRecordingChanges { db in
-            try db.transaction(.immediate) { db in
-                try db.execute("PRAGMA defer_foreign_keys = ON")
-                var outcome = ApplyOutcome()
-                for (index, change) in changes.enumerated() {
-                    do {
-                        try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
-                    } catch {
-                        outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+            try withoutForeignKeyActions(db) { enforced in
+                try db.transaction(.immediate) { db in
+                    try db.execute("PRAGMA defer_foreign_keys = ON")
+                    var outcome = ApplyOutcome()
+                    for (index, change) in changes.enumerated() {
+                        do {
+                            try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
+                        } catch {
+                            outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+                        }
                     }
+                    try resolveOrphans(db, outcome: &outcome)
+                    if !enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
+                        throw ChangeLogError(
+                            .invalidChange, table: try violation.decode(String.self, at: 0),
+                            "a row is left without its parent after applying a batch; nothing of the batch was applied")
+                    }
+                    return outcome
                 }
-                try resolveOrphans(db, outcome: &outcome)
-                return outcome
             }
         }
+    }
+
+    /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
+    /// pragma): their actions (`ON DELETE CASCADE`) would otherwise delete or change rows without
+    /// a trace in the log, e.g. the tags of a reminder taken out while it waits for its list, which
+    /// then never come back. ``resolveOrphans(_:outcome:)`` does their work by the sync rules, and
+    /// `foreign_key_check` proves none is left. Inside a caller's transaction the pragma cannot
+    /// change; keys stay as they are. See <https://www.sqlite.org/foreignkeys.html#fk_enable>.
+    private func withoutForeignKeyActions<Result>(_ db: Database, _ body: (_ enforced: Bool) throws -> Result)
+        throws -> Result
+    {
+        let wereOn = try db.fetchValue(Bool.self, "PRAGMA foreign_keys") ?? false
+        guard wereOn, !db.isInsideTransaction else { return try body(wereOn) }
+        try db.execute("PRAGMA foreign_keys = OFF")
+        defer { try? db.execute("PRAGMA foreign_keys = ON") }
+        return try body(false)
     }
 
     private func applyOne(_ change: RemoteChange, db: Database, outcome: inout ApplyOutcome) throws {
@@ -159,7 +193,9 @@ extension ChangeLog {
                 sql = sql + SQL(sql: names.map(quoteIdentifier).joined(separator: ", ") + ") VALUES (")
                 for (index, name) in names.enumerated() { sql = sql + (index == 0 ? "" : ", ") + "\(values[name]!)" }
                 try db.execute(sql + ")")
-                try recordVersion(tableID, loggedKey, "", change.clock, site, db)
+                // A row back from waiting for its parent keeps its entry as it was (a local one
+                // still to be pushed stays so).
+                if created != incoming { try recordVersion(tableID, loggedKey, "", change.clock, site, db) }
                 outcome.applied += 1
                 return
             }
@@ -303,8 +339,15 @@ extension ChangeLog {
     }
 
     /// Children left without their parent: deleted when the parent was deleted (the tombstone is
-    /// known), stashed until it arrives otherwise.
+    /// known), stashed until it arrives otherwise. Taking a row out orphans its own children, so
+    /// this goes round until a pass finds none.
     private func resolveOrphans(_ db: Database, outcome: inout ApplyOutcome) throws {
+        while try resolveOrphansOnce(db, outcome: &outcome) {}
+    }
+
+    /// One pass over every foreign key; whether it found an orphan.
+    private func resolveOrphansOnce(_ db: Database, outcome: inout ApplyOutcome) throws -> Bool {
+        var found = false
         for table in schema.tables where table.sync == .synced {
             let foreignKeys = table.foreignKeys + table.columns.compactMap(\.reference)
             let keyColumns = ChangeTracker.keyColumns(of: table)
@@ -323,6 +366,7 @@ extension ChangeLog {
                             + "FROM main.\(child) AS c WHERE \(notNull) AND NOT EXISTS "
                             + "(SELECT 1 FROM main.\(parent) AS p WHERE \(match))"))
                 guard !orphans.isEmpty, let parentTable = schema.table(named: foreignKey.parentTable) else { continue }
+                found = true
                 let parentID = try trackedTableID(parentTable.name, db)
                 let childID = try trackedTableID(table.name, db)
                 for orphan in orphans {
@@ -332,8 +376,12 @@ extension ChangeLog {
                     }
                     let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
                     try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
-                    if let deleted = try version(parentID, Self.loggedKey(parentKey), "-", db) {
-                        try recordVersion(childID, Self.loggedKey(childKey), "-", deleted.clock, 0, db)
+                    if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
+                        // A new local delete, newer than anything this store has seen: dated by
+                        // the parent's deletion, it could be older than the child's creation and
+                        // lose on other sites, which keep the child (moved meanwhile to a live
+                        // parent) while this one has dropped it for good.
+                        try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
                         outcome.applied += 1
                     } else if let row {
                         let values = try row.valuesByColumnName()
@@ -345,14 +393,14 @@ extension ChangeLog {
                                 operation: .insert, columns: values, clock: created.clock,
                                 siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
                             reason: "parent row in \(parentTable.name) not present yet", db)
-                        try db.execute(
-                            "DELETE FROM ostore_meta.ostore_changes WHERE tableID = \(childID) AND pk = \(Self.loggedKey(childKey))"
-                        )
+                        // The row's versions stay: it comes back as it was, and a change older
+                        // than one of its columns, arriving meanwhile, stays superseded.
                         outcome.stashed += 1
                     }
                 }
             }
         }
+        return found
     }
 
     /// Applies what the stash holds that this schema (or the rows now present) can take; what still
@@ -367,7 +415,7 @@ extension ChangeLog {
         }
         try db.execute("DELETE FROM ostore_meta.ostore_stash")
         var outcome = try applyBatch(changes, to: db)
-        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+        outcome.stashed = try stashCount(db)
         return outcome
     }
 }
