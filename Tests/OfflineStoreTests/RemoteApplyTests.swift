@@ -128,6 +128,11 @@ struct RemoteApplyTests {
         #expect(outcome.rejected[3].reason.contains("ahead"))
         #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
         #expect(try bob.db.tableExists("reminders"))
+        // Regression: refused changes were only in the outcome, which callers dropped. They are
+        // kept in the metadatabase, whole and with their reasons, in the batch's transaction.
+        let kept = try bob.log.refusedChanges(bob.db)
+        #expect(kept.map(\.reason) == outcome.rejected.map(\.reason))
+        #expect(kept.map(\.change) == outcome.rejected.map(\.change))
     }
 
     @Test func columnsAndTablesOfANewerVersionWaitInTheStashUntilAMigrationAddsThem() throws {

@@ -37,7 +37,9 @@ extension ChangeLog {
     ///   parent never arrived is moved to the stash until it does.
     /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
     ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
-    ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
+    ///   reason; the rest of the batch still applies. Rejected changes are kept, in the same
+    ///   transaction, in the metadatabase (``refusedChanges(_:)``) and logged as warnings through
+    ///   the connection's ``LogHandler``. Names from a change reach SQL only after
     ///   they are found in the declared schema, and values are always bound.
     ///
     /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
@@ -67,6 +69,7 @@ extension ChangeLog {
                     }
                 }
                 try resolveOrphans(db, outcome: &outcome)
+                try recordRefused(outcome.rejected, db)
                 return outcome
             }
         }
