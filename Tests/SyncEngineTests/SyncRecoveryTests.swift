@@ -58,6 +58,15 @@ struct SyncRecoveryTests {
         transport = SwappableTransport(InProcessTransport(service: SyncService(storage: storage)))
     }
 
+    /// A consistent copy of the server's database as it is now (what `sqlite3 .backup` makes).
+    private func backUpServer() throws -> String {
+        let backup = directory.path("backup.sqlite")
+        let server = try Database(path: directory.path("server/server.sqlite"))
+        try server.execute("VACUUM INTO \(backup)")
+        try server.close()
+        return backup
+    }
+
     private func lists(_ device: Device) throws -> [String] {
         try device.rows("SELECT id || ':' || name FROM remindersLists ORDER BY id")
     }
@@ -171,10 +180,7 @@ struct SyncRecoveryTests {
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A1', 'before'), ('A2', 'before')")
         try alice.engine.sync()
         try bob.engine.sync()
-        let backup = directory.path("backup.sqlite")
-        let server = try Database(path: directory.path("server/server.sqlite"))
-        try server.execute("VACUUM INTO \(backup)")
-        try server.close()
+        let backup = try backUpServer()
 
         // After the backup: Alice pushes (acknowledged), Bob pulls it, and his cursor moves past.
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A3', 'after'), ('A4', 'after')")
@@ -218,10 +224,7 @@ struct SyncRecoveryTests {
         let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A1', 'before')")
         try alice.engine.sync()
-        let backup = directory.path("backup.sqlite")
-        let server = try Database(path: directory.path("server/server.sqlite"))
-        try server.execute("VACUUM INTO \(backup)")
-        try server.close()
+        let backup = try backUpServer()
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A2', 'after')")
         try alice.engine.sync()
         try bob.engine.sync()

@@ -58,7 +58,9 @@ public struct DatasetState: Sendable, Hashable {
     /// Made with the dataset and made again when its storage is restored from a backup (nil for a
     /// dataset made before incarnations existed and not restored since). Pull cursors carry it.
     public var incarnation: String?
-    /// The serial of the newest change in the log (0 for an empty log).
+    /// The serial of the newest change in the log (0 for an empty log). Never below a serial this
+    /// storage has handed out in a ``LogPage/nextSerial`` or ``SnapshotPosition/startSerial``: a
+    /// cursor past it is refused as one issued before the storage was restored.
     public var lastSerial: Int64
     /// The highest `seq` of the site stored (0 when none is).
     public var siteHighWater: Int64
