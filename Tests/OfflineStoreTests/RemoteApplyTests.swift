@@ -216,4 +216,28 @@ struct RemoteApplyTests {
         #expect(try reopened.log.reconcileCoverage(reopened.db).rescanned == false)
         #expect(try reopened.log.pendingCount(reopened.db) == 1)
     }
+
+    // Regression: retrying the stash emptied it in one commit and applied it in another, so a
+    // retry that failed (the database locked by another process, a full disk, a kill) lost every
+    // stashed change.
+    @Test func aStashRetryThatFailsKeepsTheStash() throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .milliseconds(20)
+        let db = try Database(path: directory.path("bob.sqlite"), configuration: configuration)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        let later = RemoteChange(
+            table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
+            columns: ["id": .text("C"), "body": .text("a table of a later release")],
+            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+            siteID: Data(repeating: 7, count: 16))
+        #expect(try log.apply([later], to: db).stashed == 1)
+
+        // Another process writes to the user's file meanwhile; the metadatabase is free.
+        let other = try Database(path: directory.path("bob.sqlite"))
+        try other.execute("BEGIN IMMEDIATE")
+        #expect(throws: DatabaseError.self) { try log.applyStash(db) }
+        try other.execute("ROLLBACK")
+        #expect(try log.stashedCount(db) == 1)
+        #expect(try log.applyStash(db).stashed == 1)
+    }
 }

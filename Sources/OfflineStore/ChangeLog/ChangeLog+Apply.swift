@@ -361,16 +361,23 @@ extension ChangeLog {
     /// Applies what the stash holds that this schema (or the rows now present) can take; what still
     /// cannot be applied goes back to the stash. Run after every migration.
     public func applyStash(_ db: Database) throws -> ApplyOutcome {
-        let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
-        guard !rows.isEmpty else { return ApplyOutcome() }
-        var changes: [RemoteChange] = []
-        for row in rows {
-            let json: String = try row.decode(at: 1)
-            changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+        // An empty stash (the common case, at every open) takes no write lock.
+        guard try db.fetchValue(Bool.self, "SELECT EXISTS (SELECT 1 FROM ostore_meta.ostore_stash)") == true else {
+            return ApplyOutcome()
         }
-        try db.execute("DELETE FROM ostore_meta.ostore_stash")
-        var outcome = try applyBatch(changes, to: db)
-        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
-        return outcome
+        // Emptied and applied in one transaction: a retry that fails leaves the stash as it was.
+        return try db.transaction(.immediate) { db in
+            let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
+            guard !rows.isEmpty else { return ApplyOutcome() }
+            var changes: [RemoteChange] = []
+            for row in rows {
+                let json: String = try row.decode(at: 1)
+                changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+            }
+            try db.execute("DELETE FROM ostore_meta.ostore_stash")
+            var outcome = try applyBatch(changes, to: db)
+            outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+            return outcome
+        }
     }
 }
