@@ -36,6 +36,8 @@ import Testing
         let token = try makeDataset(server, "notes")
         let alice = try Device(directory.path("alice.sqlite"), server: server, token: token)
         let bob = try Device(directory.path("bob.sqlite"), server: server, token: token)
+        // Dave only reads: no hello can tell him the server lost anything of his.
+        let dave = try Device(directory.path("dave.sqlite"), server: server, token: token)
         try alice.add("a1", "before the backup")
         try alice.engine.sync()
         try bob.engine.sync()
@@ -50,7 +52,8 @@ import Testing
         try alice.engine.sync()
         try bob.engine.sync()
         try alice.engine.sync()
-        #expect(try alice.notes.count == 4 && bob.notes == alice.notes)
+        try dave.engine.sync()
+        #expect(try alice.notes.count == 4 && bob.notes == alice.notes && dave.notes == alice.notes)
 
         #expect(server.stop() == 0)
         if usingRestoreCommand {
@@ -73,6 +76,8 @@ import Testing
         try carol.engine.sync()
         let aliceReport = try alice.engine.sync()
         #expect(aliceReport.requeued == 2 && aliceReport.pushed == 2 && aliceReport.redownloaded)
+        // The log has grown past Dave's cursor again, with other changes (Carol's among them).
+        #expect(try dave.engine.sync().redownloaded)
         for device in [carol, bob, alice, carol] { try device.engine.sync() }
         let expected = [
             "a1:before the backup", "a2:after the backup", "a3:after the backup", "b1:after the backup",
@@ -81,5 +86,6 @@ import Testing
         #expect(try alice.notes == expected)
         #expect(try bob.notes == expected)
         #expect(try carol.notes == expected)
+        #expect(try dave.notes == expected)
     }
 }

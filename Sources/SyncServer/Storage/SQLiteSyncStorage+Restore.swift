@@ -55,6 +55,7 @@ extension SQLiteSyncStorage {
         }
         let storage = try SQLiteSyncStorage(directory: directory)
         try storage.renewIncarnations()
+        try storage.recordServedSerials()
         return storage
     }
 }

@@ -249,14 +249,18 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    /// Gives every dataset a new incarnation, so every pull cursor issued before is refused and
-    /// its device downloads the dataset again: what `ostore-server restore` does once a backup is
-    /// in place. Returns how many datasets there are.
+    /// Gives every dataset (or those named) a new incarnation, so every pull cursor issued before is
+    /// refused and its device downloads the dataset again: what `ostore-server restore` does once a
+    /// backup is in place. Returns how many datasets were renewed.
     @discardableResult
-    public func renewIncarnations() throws(ServerError) -> Int {
+    public func renewIncarnations(of names: Set<String>? = nil) throws(ServerError) -> Int {
         try serverWork("renewing the datasets' incarnations") {
             try pool.write { db in
-                let ids = try db.fetchAll(Int64.self, "SELECT id FROM server_datasets ORDER BY id")
+                var ids: [Int64] = []
+                for row in try db.fetchAll("SELECT id, name FROM server_datasets ORDER BY id") {
+                    let name: String = try row.decode(at: 1)
+                    if names?.contains(name) ?? true { ids.append(try row.decode(at: 0)) }
+                }
                 for id in ids {
                     try db.execute(
                         "UPDATE server_datasets SET incarnation = \(try Self.newIncarnation()) WHERE id = \(id)")
