@@ -3,7 +3,7 @@ import OfflineStore
 
 extension SQLiteSyncStorage {
     /// Puts a backup of `server.sqlite` in place in `directory` and gives every dataset a new
-    /// incarnation (``renewIncarnations()``), so the pull cursors devices hold are refused and each
+    /// incarnation (``renewIncarnations(of:)``), so the pull cursors devices hold are refused and each
     /// device downloads again, while its hello tells it which of its pushes the backup lacks. The
     /// server must be stopped. The backup is copied and checked first; nothing is replaced when it is
     /// not a readable server database.
