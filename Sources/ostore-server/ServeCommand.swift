@@ -25,6 +25,10 @@ enum ServeCommand: Command {
         error (method, path, status, duration, sizes; never a token). SIGTERM or SIGINT stops
         accepting connections, lets requests in flight finish (up to 10 s) and exits 0.
 
+        It keeps each dataset's newest serial in server.sqlite-served when it starts and stops; a
+        dataset whose log is shorter at the next start (a backup copied back by hand) gets a new
+        incarnation, so devices download it again (see `ostore-server restore`).
+
         exit status: 0 stopped by a signal, 2 usage error or the server could not start
         """
 
@@ -49,6 +53,19 @@ enum ServeCommand: Command {
             return .failure
         }
         guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+        do {
+            for dataset in try storage.renewIncarnationsOfDatasetsThatWentBack() {
+                RequestLog.write([
+                    "event": "datasetWentBack", "dataset": dataset.name, "servedSerial": "\(dataset.servedSerial)",
+                    "lastSerial": "\(dataset.lastSerial)",
+                    "message": "the log is shorter than when the server last ran (restored by hand?); new incarnation: "
+                        + "devices download it again",
+                ])
+            }
+        } catch {
+            Console.error("ostore-server serve: \(error)")
+            return .failure
+        }
         var limits = Limits.standard
         limits.maxBodyBytes = maxBody
         let service = SyncService(storage: storage, limits: limits)
@@ -74,6 +91,11 @@ enum ServeCommand: Command {
         Console.output("listening on \(scheme)://\(configuration.address):\(server.port)")
         stopSignals.wait()
         let drained = server.stop(gracePeriod: .seconds(10))
+        do {
+            try storage.recordServedSerials()
+        } catch {
+            RequestLog.write(["event": "error", "message": error.description])
+        }
         RequestLog.write(["event": "stopped", "drained": drained ? "true" : "false"])
         return .success
     }

@@ -128,6 +128,11 @@ struct RemoteApplyTests {
         #expect(outcome.rejected[3].reason.contains("ahead"))
         #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
         #expect(try bob.db.tableExists("reminders"))
+        // Regression: refused changes were only in the outcome, which callers dropped. They are
+        // kept in the metadatabase, whole and with their reasons, in the batch's transaction.
+        let kept = try bob.log.refusedChanges(bob.db)
+        #expect(kept.map(\.reason) == outcome.rejected.map(\.reason))
+        #expect(kept.map(\.change) == outcome.rejected.map(\.change))
     }
 
     @Test func columnsAndTablesOfANewerVersionWaitInTheStashUntilAMigrationAddsThem() throws {
@@ -277,5 +282,29 @@ struct RemoteApplyTests {
             #expect(try peer.db.count("reminders") == 0)
             #expect(try peer.rows("SELECT id FROM remindersLists") == ["Y"])
         }
+    }
+
+    // Regression: retrying the stash emptied it in one commit and applied it in another, so a
+    // retry that failed (the database locked by another process, a full disk, a kill) lost every
+    // stashed change.
+    @Test func aStashRetryThatFailsKeepsTheStash() throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .milliseconds(20)
+        let db = try Database(path: directory.path("bob.sqlite"), configuration: configuration)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        let later = RemoteChange(
+            table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
+            columns: ["id": .text("C"), "body": .text("a table of a later release")],
+            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+            siteID: Data(repeating: 7, count: 16))
+        #expect(try log.apply([later], to: db).stashed == 1)
+
+        // Another process writes to the user's file meanwhile; the metadatabase is free.
+        let other = try Database(path: directory.path("bob.sqlite"))
+        try other.execute("BEGIN IMMEDIATE")
+        #expect(throws: DatabaseError.self) { try log.applyStash(db) }
+        try other.execute("ROLLBACK")
+        #expect(try log.stashedCount(db) == 1)
+        #expect(try log.applyStash(db).stashed == 1)
     }
 }

@@ -111,7 +111,7 @@ import Testing
         let restored = directory.path("restored")
         try FileManager.default.createDirectory(atPath: restored, withIntermediateDirectories: true)
         let restore = try shell(
-            try block(containing: "cp /var/backups"), in: directory,
+            try block(containing: "ostore-server restore"), in: directory,
             replacing: ["/var/lib/ostore": restored, "/var/backups": backups])
         #expect(restore.status == 0, "\(restore.error)")
         let list = try shell("ostore-server dataset list --data \(restored)", in: directory)

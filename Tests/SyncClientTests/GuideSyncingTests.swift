@@ -27,8 +27,11 @@ func makeEngine(db: Database, log: ChangeLog, server: URL, token: String, caFile
 func syncAndDescribe(_ engine: SyncEngine) -> String {
     do {
         let report = try engine.sync()
-        return "pushed \(report.pushed), pulled \(report.pulled), refused \(report.rejected), "
-            + "waiting for an upgrade \(report.stashed)"
+        var line = "pushed \(report.pushed), pulled \(report.pulled), refused \(report.rejected), "
+        line += "refused here \(report.refused), waiting for an upgrade \(report.stashed)"
+        if report.requeued > 0 { line += "; sent again \(report.requeued) the server had lost" }
+        if report.redownloaded { line += "; downloaded the dataset again" }
+        return line
     } catch {
         switch error.kind {
         case .upgradeRequired:
@@ -178,7 +181,8 @@ private final class Device {
         try device.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'b' AND columnName = ''")
         // The first pull is a snapshot of the dataset, which holds the device's own two rows.
-        #expect(syncAndDescribe(device.engine) == "pushed 2, pulled 2, refused 1, waiting for an upgrade 0")
+        #expect(
+            syncAndDescribe(device.engine) == "pushed 2, pulled 2, refused 1, refused here 0, waiting for an upgrade 0")
         let status = try syncStatus(engine: device.engine, db: device.db, log: device.log)
         #expect(status.refusedChanges.map(\.code) == ["clock_out_of_range"])
         #expect(status.refusedChanges.first?.change.contains(#""b""#) == true)

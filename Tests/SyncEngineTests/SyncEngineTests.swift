@@ -8,16 +8,16 @@ import TestSupport
 import Testing
 
 /// A device: a Reminders store at one release and its engine, over an in-process server.
-private final class Device {
+final class Device {
     let db: Database
     let log: ChangeLog
     let engine: SyncEngine
 
     init(
         _ directory: TemporaryDirectory, _ name: String, release: Schema.Version? = nil,
-        transport: InProcessTransport, token: String
+        transport: any SyncTransport, token: String, configuration: Configuration = Configuration()
     ) throws {
-        db = try Database(path: directory.path(name))
+        db = try Database(path: directory.path(name), configuration: configuration)
         let migrator =
             try release.map { try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: $0) }
             ?? Migrator(plan: RemindersMigrationPlan.self)

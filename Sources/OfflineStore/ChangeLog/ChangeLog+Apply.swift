@@ -39,7 +39,9 @@ extension ChangeLog {
     ///   waits in the stash (with its own children, keeping its versions) until it does.
     /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
     ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
-    ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
+    ///   reason; the rest of the batch still applies. Rejected changes are kept, in the same
+    ///   transaction, in the metadatabase (``refusedChanges(_:)``) and logged as warnings through
+    ///   the connection's ``LogHandler``. Names from a change reach SQL only after
     ///   they are found in the declared schema, and values are always bound.
     ///
     /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
@@ -69,25 +71,34 @@ extension ChangeLog {
         try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { enforced in
                 try db.transaction(.immediate) { db in
-                    try db.execute("PRAGMA defer_foreign_keys = ON")
-                    var outcome = ApplyOutcome()
-                    for (index, change) in changes.enumerated() {
-                        do {
-                            try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
-                        } catch {
-                            outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
-                        }
-                    }
-                    try resolveOrphans(db, outcome: &outcome)
-                    if !enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
-                        throw ChangeLogError(
-                            .invalidChange, table: try violation.decode(String.self, at: 0),
-                            "a row is left without its parent after applying a batch; nothing of the batch was applied")
-                    }
-                    return outcome
+                    try applyInTransaction(changes, db, foreignKeysEnforced: enforced)
                 }
             }
         }
+    }
+
+    /// The batch's work inside the caller's transaction, with the connection's foreign keys as
+    /// ``withoutForeignKeyActions(_:_:)`` left them.
+    private func applyInTransaction(_ changes: [RemoteChange], _ db: Database, foreignKeysEnforced enforced: Bool)
+        throws -> ApplyOutcome
+    {
+        try db.execute("PRAGMA defer_foreign_keys = ON")
+        var outcome = ApplyOutcome()
+        for (index, change) in changes.enumerated() {
+            do {
+                try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
+            } catch {
+                outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+            }
+        }
+        try resolveOrphans(db, outcome: &outcome)
+        if !enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
+            throw ChangeLogError(
+                .invalidChange, table: try violation.decode(String.self, at: 0),
+                "a row is left without its parent after applying a batch; nothing of the batch was applied")
+        }
+        try recordRefused(outcome.rejected, db)
+        return outcome
     }
 
     /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
@@ -406,16 +417,29 @@ extension ChangeLog {
     /// Applies what the stash holds that this schema (or the rows now present) can take; what still
     /// cannot be applied goes back to the stash. Run after every migration.
     public func applyStash(_ db: Database) throws -> ApplyOutcome {
-        let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
-        guard !rows.isEmpty else { return ApplyOutcome() }
-        var changes: [RemoteChange] = []
-        for row in rows {
-            let json: String = try row.decode(at: 1)
-            changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+        // An empty stash (the common case, at every open) takes no write lock.
+        guard try db.fetchValue(Bool.self, "SELECT EXISTS (SELECT 1 FROM ostore_meta.ostore_stash)") == true else {
+            return ApplyOutcome()
         }
-        try db.execute("DELETE FROM ostore_meta.ostore_stash")
-        var outcome = try applyBatch(changes, to: db)
-        outcome.stashed = try stashCount(db)
-        return outcome
+        // Emptied and applied in one transaction: a retry that fails leaves the stash as it was.
+        // The transaction opens inside the scope where foreign key actions are off (SQLite honours
+        // that pragma only outside a transaction), so no cascade changes rows behind the log.
+        return try db.withoutRecordingChanges { db in
+            try withoutForeignKeyActions(db) { enforced in
+                try db.transaction(.immediate) { db in
+                    let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
+                    guard !rows.isEmpty else { return ApplyOutcome() }
+                    var changes: [RemoteChange] = []
+                    for row in rows {
+                        let json: String = try row.decode(at: 1)
+                        changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+                    }
+                    try db.execute("DELETE FROM ostore_meta.ostore_stash")
+                    var outcome = try applyInTransaction(changes, db, foreignKeysEnforced: enforced)
+                    outcome.stashed = try stashCount(db)
+                    return outcome
+                }
+            }
+        }
     }
 }

@@ -83,8 +83,10 @@ public final class SyncEngine {
             state.protocolVersion = hello.protocolVersion
             state.datasetSchemaVersion = hello.datasetSchemaVersion?.description
             try check(hello)
-            try push(limits: hello.limits, report: &report)
+            try recoverLostPushes(hello, state: &state, report: &report)
+            try push(limits: hello.limits, state: &state, report: &report)
             try pull(state: &state, limits: hello.limits, report: &report, progress: progress)
+            report.stashed = try store { try log.stashedCount(db) }
             state.lastSyncAt = Date()
             state.lastError = nil
             try store { try log.save(state, db) }
@@ -118,7 +120,27 @@ public final class SyncEngine {
         }
     }
 
-    private func push(limits: Limits, report: inout SyncReport) throws(SyncError) {
+    /// A server that acknowledged more of this site's changes than it now has (it was restored from
+    /// a backup, or lost its last commits in a power cut) has lost them, and numbers the changes it
+    /// stores next with serials this store's cursor has already passed: the lost changes are queued
+    /// again and the cursor dropped, so this sync pushes them again and downloads the dataset again.
+    private func recoverLostPushes(_ hello: HelloResponse, state: inout SyncState, report: inout SyncReport)
+        throws(SyncError)
+    {
+        guard let stored = hello.acknowledgedThrough, stored < state.acknowledgedThrough else { return }
+        let lost = state.acknowledgedThrough
+        report.requeued = try store { try log.requeuePushes(after: stored, endpoint: endpoint, db) }
+        state.acknowledgedThrough = stored
+        state.cursor = nil
+        report.redownloaded = true
+        try store { try log.save(state, db) }
+        warn(
+            "the server has lost changes it had acknowledged (restored from a backup?): pushing them again and "
+                + "downloading the dataset again",
+            ["acknowledgedThrough": "\(lost)", "serverHas": "\(stored)", "requeued": "\(report.requeued)"])
+    }
+
+    private func push(limits: Limits, state: inout SyncState, report: inout SyncReport) throws(SyncError) {
         let schemaVersion = announcedSchema.version
         let batchSize = max(1, min(configuration.pushBatchSize, limits.maxChangesPerPush))
         while true {
@@ -136,7 +158,13 @@ public final class SyncEngine {
                 }
                 switch answer {
                 case .success(let ack):
-                    try store { try log.markPushed(db, upTo: ack.acknowledgedThrough) }
+                    state.acknowledgedThrough = max(state.acknowledgedThrough, ack.acknowledgedThrough)
+                    try store {
+                        try db.transaction(.immediate) { [state] db in
+                            try log.markPushed(db, upTo: ack.acknowledgedThrough)
+                            try log.save(state, db)
+                        }
+                    }
                     report.pushed += changes.count
                     changes = []
                 case .failure(let error):
@@ -173,15 +201,32 @@ public final class SyncEngine {
     ) throws(SyncError) {
         var total: Int?
         while true {
-            let page: PullResponse = try exchange(
-                "pull",
-                PullRequest(
-                    protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version,
-                    site: site, cursor: state.cursor,
-                    limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))))
+            let answer = Result { () throws(SyncError) -> PullResponse in
+                try exchange(
+                    "pull",
+                    PullRequest(
+                        protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version,
+                        site: site, cursor: state.cursor,
+                        limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))))
+            }
+            let page: PullResponse
+            switch answer {
+            case .success(let answer):
+                page = answer
+            case .failure(let error):
+                // The server can no longer serve the cursor (restored from a backup, or another
+                // server at this address): drop it and download the dataset again, once per sync.
+                // Applying what this store already has changes nothing.
+                guard error.code == .invalidCursor, state.cursor != nil, !report.redownloaded else { throw error }
+                state.cursor = nil
+                report.redownloaded = true
+                try store { try log.save(state, db) }
+                warn("the server refused the pull cursor; downloading the dataset again", ["reason": error.message])
+                continue
+            }
             if !page.changes.isEmpty {
                 let outcome = try store { try log.apply(page.changes.map(RemoteChange.init), to: db) }
-                report.stashed = outcome.stashed
+                report.refused += outcome.rejected.count
                 if let afterApplyingChanges {
                     try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                 }
@@ -231,6 +276,12 @@ public final class SyncEngine {
                 attempt += 1
             }
         }
+    }
+
+    /// A warning through the store's ``LogHandler``, when the app set one.
+    private func warn(_ message: String, _ metadata: [String: String]) {
+        guard let handler = db.configuration.logHandler, handler.minimumLevel <= .warning else { return }
+        handler.log(level: .warning, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
     }
 
     private func store<Output>(_ body: () throws -> Output) throws(SyncError) -> Output {
