@@ -1,0 +1,82 @@
+import Foundation
+import OfflineStore
+import SyncClient
+
+/// What one sync did in a `sync-client` child process.
+struct SyncClientReport: Codable {
+    var pushed: Int
+    var pulled: Int
+    /// Opening the store (attaching the metadatabase, the migrator's check, the triggers).
+    var openMilliseconds: Double
+    /// `SyncEngine.sync()`, from the hello to the saved cursor.
+    var syncMilliseconds: Double
+    /// Of that, the time spent inside requests (see ``MeteredTransport``).
+    var waitedMilliseconds: Double
+    var exchanges: [MeteredTransport.Exchange]
+    /// The child's peak resident memory (`VmHWM`) over its whole life.
+    var peakBytes: Int
+
+    /// The time the client spent on its own work: reading, encoding, decoding, applying, saving.
+    var clientMilliseconds: Double { syncMilliseconds - waitedMilliseconds }
+}
+
+/// One sync of one store, as an app runs it, in a child process of this executable: the time of
+/// each part and the process's own peak memory, which the server's memory (another process) and
+/// the benchmark's own (the parent) cannot inflate.
+enum SyncClientRun {
+    /// The hidden `ostore-bench` subcommand the child runs: `sync-client STORE SERVER-URL DATASET`,
+    /// the token in the environment so it is not in the process list.
+    static let subcommand = "sync-client"
+    static let tokenVariable = "OSTORE_BENCH_TOKEN"
+
+    /// In the parent: runs one sync of the store at `path` with `server` in a child process.
+    static func measure(storeAt path: String, server: ServerProcess) throws -> SyncClientReport {
+        let process = Process()
+        process.executableURL = URL(
+            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        process.arguments = [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset]
+        var environment = ProcessInfo.processInfo.environment
+        environment[tokenVariable] = server.token
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchmarkFailure(description: "the sync client exited with status \(process.terminationStatus)")
+        }
+        return try JSONDecoder().decode(SyncClientReport.self, from: data)
+    }
+
+    /// In the child: opens the store, syncs it once, and prints the report as JSON on standard output.
+    static func runInChild(_ arguments: [String]) throws {
+        guard arguments.count == 3, let server = URL(string: arguments[1]),
+            let token = ProcessInfo.processInfo.environment[tokenVariable]
+        else {
+            throw BenchmarkFailure(
+                description: "usage: ostore-bench \(subcommand) STORE SERVER-URL DATASET, token in \(tokenVariable)")
+        }
+        let clock = ContinuousClock()
+        let openStart = clock.now
+        let db = try Database(path: arguments[0])
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: ChangeLogBenchPlan.self))
+        let openDuration = clock.now - openStart
+
+        let transport = MeteredTransport(try HTTPClient())
+        let engine = SyncEngine(
+            db: db, log: log, transport: transport,
+            configuration: .init(server: server, dataset: arguments[2], token: token))
+        let syncStart = clock.now
+        let report = try engine.sync()
+        let syncDuration = clock.now - syncStart
+        let peak = try ProcessMemory.status().peak
+        try db.close()
+
+        let result = SyncClientReport(
+            pushed: report.pushed, pulled: report.pulled, openMilliseconds: milliseconds(openDuration),
+            syncMilliseconds: milliseconds(syncDuration), waitedMilliseconds: transport.waitedMilliseconds,
+            exchanges: transport.recorded, peakBytes: peak)
+        print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
+    }
+}
