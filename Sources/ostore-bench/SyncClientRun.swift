@@ -28,13 +28,23 @@ enum SyncClientRun {
     /// the token in the environment so it is not in the process list.
     static let subcommand = "sync-client"
     static let tokenVariable = "OSTORE_BENCH_TOKEN"
+    /// A command the child runs under, words split on spaces (a profiler); its figures are then
+    /// the profiler's, not the client's.
+    static let wrapperVariable = "OSTORE_BENCH_CLIENT_WRAPPER"
 
     /// In the parent: runs one sync of the store at `path` with `server` in a child process.
     static func measure(storeAt path: String, server: ServerProcess) throws -> SyncClientReport {
         let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        process.arguments = [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset]
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let arguments = [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset]
+        if let wrapper = ProcessInfo.processInfo.environment[wrapperVariable], !wrapper.isEmpty {
+            // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = wrapper.split(separator: " ").map(String.init) + [executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment[tokenVariable] = server.token
         process.environment = environment
