@@ -24,8 +24,9 @@ final class ServerProcess {
         return server
     }
 
-    /// `prepare` runs on the fresh storage (dataset and token made) before the server starts: where a
-    /// benchmark fills the dataset without going through HTTP.
+    /// `prepare` runs on the storage (dataset and token made) before the server starts: where a
+    /// benchmark fills the dataset without going through HTTP. A data directory already in place
+    /// (copied there by the caller) keeps its dataset; a token is added.
     init(
         executable: URL, directory: URL, threads: Int, prepare: (SQLiteSyncStorage) throws -> Void = { _ in }
     ) throws {
@@ -33,7 +34,9 @@ final class ServerProcess {
         // The same storage calls `ostore-server dataset create` and `token create` make.
         do {
             let storage = try SQLiteSyncStorage(directory: data)
-            try storage.createDataset(named: Self.dataset)
+            if try !storage.datasets().contains(where: { $0.name == Self.dataset }) {
+                try storage.createDataset(named: Self.dataset)
+            }
             token = try storage.createToken(dataset: Self.dataset, readOnly: false).secret
             try prepare(storage)
         }

@@ -10,14 +10,14 @@ struct SyncClientReport: Codable {
     var openMilliseconds: Double
     /// `SyncEngine.sync()`, from the hello to the saved cursor.
     var syncMilliseconds: Double
-    /// Of that, the time spent inside requests (see ``MeteredTransport``).
+    /// Of that, the time spent inside requests (see ``MeteredTransport``); the engine works on the
+    /// store meanwhile, so this is not the time the client was idle.
     var waitedMilliseconds: Double
+    /// CPU time (user + system, every thread) the client process used during the sync.
+    var cpuMilliseconds: Double
     var exchanges: [MeteredTransport.Exchange]
     /// The child's peak resident memory (`VmHWM`) over its whole life.
     var peakBytes: Int
-
-    /// The time the client spent on its own work: reading, encoding, decoding, applying, saving.
-    var clientMilliseconds: Double { syncMilliseconds - waitedMilliseconds }
 }
 
 /// One sync of one store, as an app runs it, in a child process of this executable: the time of
@@ -77,16 +77,26 @@ enum SyncClientRun {
         let engine = SyncEngine(
             db: db, log: log, transport: transport,
             configuration: .init(server: server, dataset: arguments[2], token: token))
+        let cpuStart = cpuMilliseconds()
         let syncStart = clock.now
         let report = try engine.sync()
         let syncDuration = clock.now - syncStart
+        let cpu = cpuMilliseconds() - cpuStart
         let peak = try ProcessMemory.status().peak
         try db.close()
 
         let result = SyncClientReport(
             pushed: report.pushed, pulled: report.pulled, openMilliseconds: milliseconds(openDuration),
             syncMilliseconds: milliseconds(syncDuration), waitedMilliseconds: transport.waitedMilliseconds,
-            exchanges: transport.recorded, peakBytes: peak)
+            cpuMilliseconds: cpu, exchanges: transport.recorded, peakBytes: peak)
         print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
+    }
+
+    /// User plus system CPU time of this process so far (`getrusage`), in milliseconds.
+    private static func cpuMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return milliseconds(usage.ru_utime) + milliseconds(usage.ru_stime)
     }
 }

@@ -11,8 +11,8 @@ struct SyncResult: Encodable {
     let referenceMilliseconds: Double
     /// CPU time (user + system) the server process used during the workload.
     var serverCPUMilliseconds: Double?
-    /// The client's own part of its sync: everything outside requests.
-    var clientWorkMilliseconds: Double?
+    /// CPU time (user + system) the client process used during its sync.
+    var clientCPUMilliseconds: Double?
     /// The client process's peak resident memory (`VmHWM`).
     var clientPeakBytes: Int?
     var target = "—"
@@ -20,7 +20,7 @@ struct SyncResult: Encodable {
 
     init(
         workload: String, changes: Int, ours: Double, referenceName: String, reference: Double,
-        serverCPUMilliseconds: Double? = nil, clientWorkMilliseconds: Double? = nil, clientPeakBytes: Int? = nil,
+        serverCPUMilliseconds: Double? = nil, clientCPUMilliseconds: Double? = nil, clientPeakBytes: Int? = nil,
         target: String = "—", met: Bool? = nil
     ) {
         self.workload = workload
@@ -29,7 +29,7 @@ struct SyncResult: Encodable {
         self.referenceName = referenceName
         referenceMilliseconds = reference
         self.serverCPUMilliseconds = serverCPUMilliseconds
-        self.clientWorkMilliseconds = clientWorkMilliseconds
+        self.clientCPUMilliseconds = clientCPUMilliseconds
         self.clientPeakBytes = clientPeakBytes
         self.target = target
         self.met = met
@@ -47,7 +47,7 @@ struct SyncResult: Encodable {
         case changesPerSecond = "changes_per_s"
         case referenceName = "reference"
         case serverCPUMilliseconds = "server_cpu_ms"
-        case clientWorkMilliseconds = "client_work_ms"
+        case clientCPUMilliseconds = "client_cpu_ms"
         case clientPeakBytes = "client_peak_bytes"
         case target
         case met
@@ -64,7 +64,7 @@ struct SyncResult: Encodable {
         try container.encode(changesPerSecond.rounded(), forKey: .changesPerSecond)
         try container.encode(referenceName, forKey: .referenceName)
         try container.encodeIfPresent(serverCPUMilliseconds.map(rounded), forKey: .serverCPUMilliseconds)
-        try container.encodeIfPresent(clientWorkMilliseconds.map(rounded), forKey: .clientWorkMilliseconds)
+        try container.encodeIfPresent(clientCPUMilliseconds.map(rounded), forKey: .clientCPUMilliseconds)
         try container.encodeIfPresent(clientPeakBytes, forKey: .clientPeakBytes)
         try container.encode(target, forKey: .target)
         try container.encodeIfPresent(met, forKey: .met)
@@ -79,7 +79,7 @@ struct SyncResult: Encodable {
     static func table(_ results: [SyncResult]) -> String {
         let header = [
             "workload", "changes", "ours (ms)", "limit", "limit (ms)", "ratio", "changes/s", "server CPU (ms)",
-            "client work (ms)", "client peak", "target",
+            "client CPU (ms)", "client peak", "target",
         ]
         var rows = [header]
         for result in results {
@@ -89,7 +89,7 @@ struct SyncResult: Encodable {
                 result.workload, String(result.changes), String(format: "%.0f", result.oursMilliseconds),
                 result.referenceName, String(format: "%.0f", result.referenceMilliseconds),
                 String(format: "%.2fx", result.ratio), String(format: "%.0f", result.changesPerSecond),
-                optional(result.serverCPUMilliseconds), optional(result.clientWorkMilliseconds),
+                optional(result.serverCPUMilliseconds), optional(result.clientCPUMilliseconds),
                 result.clientPeakBytes.map { String(format: "%.1f MB", Double($0) / 1e6) } ?? "—",
                 result.target + verdict,
             ])

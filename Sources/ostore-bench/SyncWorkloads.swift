@@ -14,6 +14,9 @@ struct SyncBenchOptions {
     var serverThreads = 4
     /// An `ostore-server` executable other than the one beside `ostore-bench`.
     var server: String?
+    /// Where the first-sync dataset is kept between runs (made on the first run with that row
+    /// count, copied afterwards); nil makes it afresh every time.
+    var seedCache: String?
     var json = false
 }
 
@@ -61,8 +64,15 @@ struct SyncWorkloads {
         let referenceIDs: CStringArray
         let referenceTitles: CStringArray
 
-        init(count: Int) {
-            ids = (0..<count).map { _ in UUID().uuidString }
+        /// `reproducible`: the same keys on every run (a kept dataset must match the C reference),
+        /// in UUID form and scattered like random ones (index times an odd constant, modulo 2^48).
+        init(count: Int, reproducible: Bool = false) {
+            ids = (0..<count).map { index in
+                guard reproducible else { return UUID().uuidString }
+                let scattered = UInt64(index) &* 0x9E37_79B9_7F4A_7C15 & 0xFFFF_FFFF_FFFF
+                let hex = String(scattered, radix: 16, uppercase: true)
+                return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - hex.count) + hex
+            }
             titles = (0..<count).map { "Todo #\($0)" }
             referenceIDs = CStringArray(ids)
             referenceTitles = CStringArray(titles)
@@ -116,17 +126,17 @@ struct SyncWorkloads {
             SyncResult(
                 workload: "A pushes (sync)", changes: count, ours: push.syncMilliseconds, referenceName: "HTTP",
                 reference: pushTransfer, serverCPUMilliseconds: (pullCPU - pushCPU) * 1000,
-                clientWorkMilliseconds: push.clientMilliseconds, clientPeakBytes: push.peakBytes),
+                clientCPUMilliseconds: push.cpuMilliseconds, clientPeakBytes: push.peakBytes),
             SyncResult(
                 workload: "B pulls and applies (sync)", changes: count, ours: pull.syncMilliseconds,
                 referenceName: "HTTP + C insert", reference: pullTransfer + insertMilliseconds,
-                serverCPUMilliseconds: (endCPU - pullCPU) * 1000, clientWorkMilliseconds: pull.clientMilliseconds,
+                serverCPUMilliseconds: (endCPU - pullCPU) * 1000, clientCPUMilliseconds: pull.cpuMilliseconds,
                 clientPeakBytes: pull.peakBytes),
             SyncResult(
                 workload: "end to end: push + pull and apply", changes: count, ours: endToEnd,
                 referenceName: "HTTP both ways + C insert", reference: pushTransfer + pullTransfer + insertMilliseconds,
                 serverCPUMilliseconds: (endCPU - pushCPU) * 1000,
-                clientWorkMilliseconds: push.clientMilliseconds + pull.clientMilliseconds,
+                clientCPUMilliseconds: push.cpuMilliseconds + pull.cpuMilliseconds,
                 target: String(format: "≥ %.0f changes/s", Self.endToEndTarget),
                 met: endToEndRate >= Self.endToEndTarget),
         ]
@@ -134,18 +144,33 @@ struct SyncWorkloads {
 
     private func firstSync(executable: URL, directory: URL) throws -> [SyncResult] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let todos = Todos(count: options.firstSyncRows)
+        let todos = Todos(count: options.firstSyncRows, reproducible: options.seedCache != nil)
         let seedStart = ContinuousClock.now
+        let serverDirectory = directory.appendingPathComponent("server")
+        if let cache = options.seedCache {
+            let kept = URL(fileURLWithPath: cache).appendingPathComponent("first-sync-\(todos.count)")
+            if !FileManager.default.fileExists(atPath: kept.path) {
+                let making = URL(fileURLWithPath: cache).appendingPathComponent("making-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: making, withIntermediateDirectories: true)
+                do {
+                    let storage = try SQLiteSyncStorage(directory: making)
+                    try storage.createDataset(named: ServerProcess.dataset)
+                    try seed(storage, with: todos)
+                }
+                try FileManager.default.moveItem(at: making, to: kept)
+            }
+            try FileManager.default.createDirectory(at: serverDirectory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: kept, to: serverDirectory.appendingPathComponent("data"))
+        }
         let server = try ServerProcess(
-            executable: executable, directory: directory.appendingPathComponent("server"),
-            threads: options.serverThreads, prepare: { storage in try seed(storage, with: todos) })
+            executable: executable, directory: serverDirectory, threads: options.serverThreads,
+            prepare: { storage in if options.seedCache == nil { try seed(storage, with: todos) } })
         defer { server.stop() }
+        let seconds = String(format: "%.1f", milliseconds(ContinuousClock.now - seedStart) / 1000)
         FileHandle.standardError.write(
             Data(
-                String(
-                    format: "ostore-bench sync: %d rows stored in the dataset in %.1f s (not timed)\n", todos.count,
-                    milliseconds(ContinuousClock.now - seedStart) / 1000
-                ).utf8))
+                "ostore-bench sync: the dataset of \(todos.count) rows made or copied in \(seconds) s (not timed)\n"
+                    .utf8))
         let store = directory.appendingPathComponent("new.sqlite").path
         let startCPU = server.cpuSeconds()
         let first = try SyncClientRun.measure(storeAt: store, server: server)
@@ -165,7 +190,7 @@ struct SyncWorkloads {
             SyncResult(
                 workload: "first sync into an empty client", changes: todos.count, ours: first.syncMilliseconds,
                 referenceName: "HTTP + C insert", reference: transfer + insertMilliseconds,
-                serverCPUMilliseconds: (endCPU - startCPU) * 1000, clientWorkMilliseconds: first.clientMilliseconds,
+                serverCPUMilliseconds: (endCPU - startCPU) * 1000, clientCPUMilliseconds: first.cpuMilliseconds,
                 clientPeakBytes: first.peakBytes,
                 target: String(
                     format: "< %.0f s, peak < %d MB", Self.firstSyncTargetMilliseconds / 1000,

@@ -8,7 +8,8 @@ let usage = """
     usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
            ostore-bench server [--backend sqlite] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
-           ostore-bench sync [--changes N] [--first-sync-rows N] [--server-threads N] [--server PATH] [--json]
+           ostore-bench sync [--changes N] [--first-sync-rows N] [--seed-cache DIR] [--server-threads N]
+                             [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -28,8 +29,10 @@ let usage = """
                  downloads a dataset of --first-sync-rows rows (default 1000000; 0 skips it). Each is compared
                  with C inserting the same rows plus the same HTTP requests and body sizes over libcurl to a
                  libmicrohttpd server that only counts bytes; reports changes/s, the server's CPU time, the
-                 client's own time and its peak memory (VmHWM); --json adds "changes", "changes_per_s",
-                 "reference", "server_cpu_ms", "client_work_ms", "client_peak_bytes", "target", "met"
+                 client's CPU time and its peak memory (VmHWM); --json adds "changes", "changes_per_s",
+                 "reference", "server_cpu_ms", "client_cpu_ms", "client_peak_bytes", "target", "met".
+                 --seed-cache DIR keeps the first-sync dataset in DIR for later runs (storing 1000000 rows
+                 through the server's storage takes minutes); delete DIR when the server's storage changes
       --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
@@ -88,6 +91,7 @@ if group == "sync" {
         let number = Int(value).flatMap { $0 >= 0 ? $0 : nil }
         switch (flag, number) {
         case ("--server", _): sync.server = value
+        case ("--seed-cache", _): sync.seedCache = value
         case ("--changes", let number?) where number > 0: sync.changes = number
         case ("--first-sync-rows", let number?): sync.firstSyncRows = number
         case ("--server-threads", let number?) where number > 0: sync.serverThreads = number
