@@ -129,8 +129,8 @@ public final class SyncEngine {
 
     private func push(limits: Limits, report: inout SyncReport) throws(SyncError) {
         let batchSize = max(1, min(configuration.pushBatchSize, limits.maxChangesPerPush))
-        // The batch on its way to the server (encoded, sent and answered on another thread) while
-        // the next one is read from the log, so the store and the server work at the same time.
+        // The batch on its way to the server (sent and answered on another thread) while the next
+        // one is read from the log and encoded, so the store and the server work at the same time.
         var inFlight: (answer: Prefetch<PushResponse>, changes: [Change])?
         // Where the next read starts: after the batch in flight; nil, after the last acknowledged.
         var readAfter: Int64?
