@@ -7,9 +7,8 @@ extension SQLiteSyncStorage {
         -> Int64
     {
         // Encoded before the write lock is taken: the log keeps each change's canonical JSON.
-        let encoder = ProtocolJSON.makeEncoder()
-        let bodies = try changes.map { change in String(decoding: try encoder.encode(change), as: UTF8.self) }
-        let keys = try changes.map { change in String(decoding: try encoder.encode(change.key), as: UTF8.self) }
+        let bodies = try changes.map { change in try change.canonicalJSON() }
+        let keys = try changes.map { change in try change.canonicalKeyJSON() }
         return try storageWork("storing a batch in dataset \(dataset)") {
             try pool.write { db in
                 guard
