@@ -30,6 +30,17 @@ public enum ProtocolJSON {
         }
     }
 
+    /// A push body, read by ``PushRequestReader`` in one pass when it is one that reader vouches
+    /// for, else by ``decode(_:from:limits:)``: the same value or the same error either way.
+    ///
+    /// ```swift
+    /// let push = try ProtocolJSON.decodePush(from: body, limits: .standard)  // throws ErrorBody
+    /// ```
+    public static func decodePush(from data: Data, limits: Limits) throws(ErrorBody) -> PushRequest {
+        if let push = PushRequestReader.read(data, limits: limits) { return push }
+        return try decode(PushRequest.self, from: data, limits: limits)
+    }
+
     public static func encode<Message: Encodable>(_ message: Message) throws -> Data {
         try makeEncoder().encode(message)
     }

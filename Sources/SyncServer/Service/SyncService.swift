@@ -82,7 +82,7 @@ public final class SyncService: Sendable {
                 guard !grant.readOnly else {
                     throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
                 }
-                let push = try ProtocolJSON.decode(PushRequest.self, from: request.body, limits: limits)
+                let push = try ProtocolJSON.decodePush(from: request.body, limits: limits)
                 return try Self.json(try self.push(push, dataset: dataset))
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
