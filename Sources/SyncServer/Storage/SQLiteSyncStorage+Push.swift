@@ -10,7 +10,7 @@ extension SQLiteSyncStorage {
         let bodies = try changes.map { change in try change.canonicalJSON() }
         let keys = try changes.map { change in try change.canonicalKeyJSON() }
         return try storageWork("storing a batch in dataset \(dataset)") {
-            try pool.write { db in
+            try commits.write { db in
                 guard
                     let dataset = try db.fetchOne(
                         "SELECT id, schemaVersion, lastSerial FROM server_datasets WHERE name = \(dataset)")
@@ -35,7 +35,7 @@ extension SQLiteSyncStorage {
                 for (index, change) in changes.enumerated() where change.seq > high {
                     serial += 1
                     try statements.insertLog.execute(datasetID, serial, siteBytes, bodies[index])
-                    try merge(change, key: keys[index], datasetID: datasetID, statements, db)
+                    try self.merge(change, key: keys[index], datasetID: datasetID, statements, db)
                     high = change.seq
                 }
                 if high != stored {
