@@ -43,7 +43,7 @@ struct PushRequestReader {
                 schemaVersion = reader.string().flatMap(SchemaVersion.init)
                 return schemaVersion != nil
             case "site" where site == nil:
-                site = reader.string().flatMap(SiteID.init(hex:))
+                site = reader.siteID()
                 return site != nil
             case "changes" where changes == nil:
                 changes = reader.changes()
@@ -97,10 +97,10 @@ struct PushRequestReader {
                 columns = reader.values()
                 return columns != nil
             case "clock" where clock == nil:
-                clock = reader.string().flatMap(ChangeClock.init)
+                clock = reader.clock()
                 return clock != nil
             case "site" where site == nil:
-                site = reader.string().flatMap(SiteID.init(hex:))
+                site = reader.siteID()
                 return site != nil
             case "seq" where seq == nil:
                 seq = reader.integer()
@@ -179,13 +179,17 @@ struct PushRequestReader {
         skipWhitespace()
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = offset
+        var union: UInt8 = 0
         while offset < bytes.count {
             let byte = bytes[offset]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
+                let content = UnsafeBufferPointer(rebasing: bytes[start..<offset])
                 offset += 1
-                return text
+                // ASCII needs no validation (and most names and values are ASCII).
+                return union < 0x80
+                    ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
             }
+            union |= byte
             if byte == UInt8(ascii: "\\") {
                 guard allowingEscapes else { return nil }
                 return escapedString(from: start)
@@ -253,6 +257,57 @@ struct PushRequestReader {
             offset += 1
         }
         return scalar
+    }
+
+    /// A clock as ``ChangeClock``'s `init?(_:)` reads it (`"<milliseconds>-<counter>"`, canonical
+    /// decimals of at most 16 digits, in range), read from the bytes without making a string.
+    private mutating func clock() -> ChangeClock? {
+        skipWhitespace()
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        guard let milliseconds = canonicalDecimal(), take(UInt8(ascii: "-")), let counter = canonicalDecimal(),
+            take(UInt8(ascii: "\""))
+        else { return nil }
+        return ChangeClock(milliseconds: milliseconds, counter: counter)
+    }
+
+    /// 1 to 16 decimal digits without a leading zero (except `0` itself).
+    private mutating func canonicalDecimal() -> Int64? {
+        let start = offset
+        var value: Int64 = 0
+        while offset < bytes.count, (48...57).contains(bytes[offset]), offset - start < 16 {
+            value = value * 10 + Int64(bytes[offset] - 48)
+            offset += 1
+        }
+        let count = offset - start
+        guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        return value
+    }
+
+    /// A site id as ``SiteID``'s `init?(hex:)` reads it (32 hexadecimal digits, either case), read
+    /// from the bytes without making a string.
+    private mutating func siteID() -> SiteID? {
+        skipWhitespace()
+        guard take(UInt8(ascii: "\"")), offset + 33 <= bytes.count, bytes[offset + 32] == UInt8(ascii: "\"") else {
+            return nil
+        }
+        var site = [UInt8](repeating: 0, count: 16)
+        for index in 0..<16 {
+            guard let high = Self.nibble(bytes[offset + 2 * index]),
+                let low = Self.nibble(bytes[offset + 2 * index + 1])
+            else { return nil }
+            site[index] = high << 4 | low
+        }
+        offset += 33
+        return SiteID(bytes: Data(site))
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 48...57: byte - 48
+        case 97...102: byte - 87
+        case 65...70: byte - 55
+        default: nil
+        }
     }
 
     /// A plain integer literal (`0`, `-12`), no fraction or exponent, within Int64.
