@@ -27,6 +27,30 @@ struct CanonicalJSONWriterTests {
         for _ in 0..<3_000 { try expectSameBytes(RandomChanges.change(&random)) }
     }
 
+    @Test func pullPagesAreWrittenAsTheEncoderWritesThem() throws {
+        var random = SplitMix64(seed: 0x9a6e)
+        var pages: [PullResponse] = []
+        for name in ProtocolFiles.messageVectorFileNames where name.hasPrefix("pull-response.") {
+            pages.append(
+                try ProtocolJSON.decode(
+                    PullResponse.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard))
+        }
+        #expect(pages.count >= 2)
+        for _ in 0..<200 {
+            pages.append(
+                PullResponse(
+                    changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) },
+                    cursor: RandomChanges.text(&random), hasMore: random.next() % 2 == 0,
+                    phase: random.next() % 2 == 0 ? .snapshot : .log,
+                    remaining: Int64(bitPattern: random.next()) >> (random.next() % 64)))
+        }
+        for page in pages {
+            var writer = CanonicalJSONWriter()
+            try writer.write(page)
+            #expect(writer.text == String(decoding: try ProtocolJSON.encode(page), as: UTF8.self))
+        }
+    }
+
     @Test func notANumberIsRefusedAsTheEncoderRefusesIt() {
         var writer = CanonicalJSONWriter()
         #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }

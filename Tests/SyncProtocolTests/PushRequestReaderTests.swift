@@ -128,6 +128,30 @@ struct PushRequestReaderTests {
         #expect(readInOnePass > 100)
     }
 
+    /// Keys as a server stores them (canonical JSON) and every value form: the one-pass reading
+    /// gives what `JSONDecoder` gives, or the same refusal.
+    @Test func keysAndColumnsReadAsJSONDecoderReadsThem() throws {
+        var random = SplitMix64(seed: 0x4e75)
+        var texts: [String] = []
+        for _ in 0..<500 { texts.append(try RandomChanges.change(&random).canonicalKeyJSON()) }
+        for form in PushSlots.valueForms { texts.append(#"{"id":"# + form + "}") }
+        texts += ["{}", #"{"id":{"text":"a"}} "#, #"{"id":{"text":"a"}}x"#, #"{"id":{"text":"a"},"id":{"null":true}}"#]
+        var readInOnePass = 0
+        for text in texts {
+            let data = Data(text.utf8)
+            if PushRequestReader.readValues(data) != nil { readInOnePass += 1 }
+            let fast = Result { try ProtocolJSON.decodeValues(data) }
+            let foundation = Result { try JSONDecoder().decode([String: WireValue].self, from: data) }
+            switch (fast, foundation) {
+            case (.success(let fast), .success(let foundation)):
+                #expect(try ProtocolJSON.encode(fast) == ProtocolJSON.encode(foundation), "\(text)")
+            case (.failure, .failure): break
+            default: Issue.record("one-pass \(fast), JSONDecoder \(foundation) for \(text)")
+            }
+        }
+        #expect(readInOnePass > 300)
+    }
+
     private func expectSameAnswer(
         _ body: Data, limits: Limits = .standard, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {

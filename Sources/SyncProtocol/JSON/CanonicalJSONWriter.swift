@@ -148,5 +148,21 @@ public struct CanonicalJSONWriter: Sendable {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// A pull page, its members in sorted order: changes, cursor, hasMore, phase, remaining.
+    public mutating func write(_ response: PullResponse) throws {
+        raw(#"{"changes":["#)
+        for (index, change) in response.changes.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            try write(change)
+        }
+        raw(#"],"cursor":"#)
+        string(response.cursor)
+        raw(response.hasMore ? #","hasMore":true,"phase":"# : #","hasMore":false,"phase":"#)
+        string(response.phase.rawValue)
+        raw(#","remaining":"#)
+        integer(response.remaining)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
     private static let hexDigits = Array("0123456789abcdef".utf8)
 }

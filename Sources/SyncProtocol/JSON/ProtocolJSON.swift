@@ -41,6 +41,17 @@ public enum ProtocolJSON {
         return try decode(PushRequest.self, from: data, limits: limits)
     }
 
+    /// A row's key or columns as ``ProtocolJSON/encode(_:)`` wrote them (what a server keeps),
+    /// read in one pass when ``PushRequestReader`` vouches for the text, else by `JSONDecoder`.
+    ///
+    /// ```swift
+    /// let key = try ProtocolJSON.decodeValues(Data(#"{"id":{"text":"r1"}}"#.utf8))
+    /// ```
+    public static func decodeValues(_ data: Data) throws -> [String: WireValue] {
+        if let values = PushRequestReader.readValues(data) { return values }
+        return try JSONDecoder().decode([String: WireValue].self, from: data)
+    }
+
     public static func encode<Message: Encodable>(_ message: Message) throws -> Data {
         try makeEncoder().encode(message)
     }

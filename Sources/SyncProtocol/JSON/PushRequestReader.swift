@@ -25,6 +25,17 @@ struct PushRequestReader {
         }
     }
 
+    /// A row's key or columns (`{"id":{"text":"r1"}}`), or nil when this reader would not vouch
+    /// for the text.
+    static func readValues(_ data: Data) -> [String: WireValue]? {
+        data.withUnsafeBytes { raw in
+            var reader = PushRequestReader(bytes: raw.bindMemory(to: UInt8.self))
+            guard let values = reader.values() else { return nil }
+            reader.skipWhitespace()
+            return reader.offset == reader.bytes.count ? values : nil
+        }
+    }
+
     private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }

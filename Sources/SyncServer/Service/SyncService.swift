@@ -209,10 +209,12 @@ public final class SyncService: Sendable {
             ? PullCursor.log(page.position.startSerial, dataset: dataset)
             : PullCursor.snapshot(page.position, dataset: dataset)
         // After the last snapshot page the log phase follows, so there is always more to ask.
-        return try Self.json(
+        var writer = CanonicalJSONWriter(capacity: 256 * page.changes.count + 256)
+        try writer.write(
             PullResponse(
                 changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
+        return .json(Data(writer.bytes))
     }
 
     static func json(_ message: some Encodable) throws -> HTTPResponse {
