@@ -224,14 +224,9 @@ struct PushRequestReader {
                 guard offset < bytes.count else { return nil }
                 let escape = bytes[offset]
                 offset += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): content.append(escape)
-                case UInt8(ascii: "b"): content.append(8)
-                case UInt8(ascii: "f"): content.append(12)
-                case UInt8(ascii: "n"): content.append(10)
-                case UInt8(ascii: "r"): content.append(13)
-                case UInt8(ascii: "t"): content.append(9)
-                case UInt8(ascii: "u"):
+                switch (escape, StrictJSON.unescaped(escape)) {
+                case (_, let plain?): content.append(plain)
+                case (UInt8(ascii: "u"), nil):
                     guard var scalar = hex4() else { return nil }
                     if (0xD800...0xDBFF).contains(scalar) {
                         guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")), let low = hex4(),
@@ -256,15 +251,8 @@ struct PushRequestReader {
         guard offset + 4 <= bytes.count else { return nil }
         var scalar: UInt32 = 0
         for _ in 0..<4 {
-            let byte = bytes[offset]
-            let digit: UInt32
-            switch byte {
-            case 48...57: digit = UInt32(byte - 48)
-            case 97...102: digit = UInt32(byte - 87)
-            case 65...70: digit = UInt32(byte - 55)
-            default: return nil
-            }
-            scalar = scalar << 4 | digit
+            guard let digit = SiteID.nibble(bytes[offset]) else { return nil }
+            scalar = scalar << 4 | UInt32(digit)
             offset += 1
         }
         return scalar
@@ -303,22 +291,13 @@ struct PushRequestReader {
         }
         var site = [UInt8](repeating: 0, count: 16)
         for index in 0..<16 {
-            guard let high = Self.nibble(bytes[offset + 2 * index]),
-                let low = Self.nibble(bytes[offset + 2 * index + 1])
+            guard let high = SiteID.nibble(bytes[offset + 2 * index]),
+                let low = SiteID.nibble(bytes[offset + 2 * index + 1])
             else { return nil }
             site[index] = high << 4 | low
         }
         offset += 33
         return SiteID(bytes: Data(site))
-    }
-
-    private static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 48...57: byte - 48
-        case 97...102: byte - 87
-        case 65...70: byte - 55
-        default: nil
-        }
     }
 
     /// A plain integer literal (`0`, `-12`), no fraction or exponent, within Int64.
