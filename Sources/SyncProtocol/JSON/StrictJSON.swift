@@ -28,7 +28,8 @@ public enum StrictJSON {
         }
     }
 
-    /// The byte a one-character escape stands for (`n` for `\n`…); nil for `u` and anything else.
+    /// The byte a one-character escape stands for (10 for the `n` of `\n`…); nil for `u` and anything
+    /// else.
     static func unescaped(_ escape: UInt8) -> UInt8? {
         switch escape {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape

@@ -12,6 +12,10 @@ extension Change {
     }
 
     /// The row's key as ``ProtocolJSON/encode(_:)`` writes it: one key, one text.
+    ///
+    /// ```swift
+    /// let keyText = try change.canonicalKeyJSON()  // {"id":{"text":"r1"}}
+    /// ```
     public func canonicalKeyJSON() throws -> String {
         var writer = CanonicalJSONWriter(capacity: 64)
         try writer.write(key)
