@@ -124,5 +124,53 @@ note "Bob upgrades to 2.0: his queued change goes out, and Carol gets it."
 show reminders --db "$bob" sync --server "$url"
 show reminders --db "$carol" sync --server "$url"
 show reminders --db "$carol" list
+
+note "Alice upgrades to 2.0 too; Carol adds an Errands list. Everyone syncs."
+show reminders --db "$carol" add "Post the letter" --list Errands >/dev/null
+for peer in "$carol" "$alice" "$bob"; do show reminders --db "$peer" sync --server "$url"; done
+
+note "Offline, at the same time: Bob and Carol retitle the same reminder (Carol a moment later); Alice deletes the Errands list while Bob adds a reminder to it."
+show reminders --db "$bob" edit "$id" --title "Buy oat milk (Bob)"
+show reminders --db "$carol" edit "$id" --title "Buy 2 litres of oat milk (Carol)"
+show reminders --db "$alice" lists rm Errands
+show reminders --db "$bob" add "Buy stamps" --list Errands >/dev/null
+
+note "They sync in turn until nothing moves (the sync line shows the negotiation verdict)."
+for round in 1 2 3 4 5 6; do
+    moved=no
+    for peer in "$bob" "$carol" "$alice"; do
+        line=$(show reminders --db "$peer" sync --server "$url")
+        printf '%s\n' "$line"
+        case "$line" in *"pushed 0, pulled 0"*) ;; *) moved=yes ;; esac
+    done
+    [ "$moved" = no ] && break
+done
+
+# Each peer's reminders as "list: title", read with the sqlite3 shell, three columns side by side.
+contents() {
+    sqlite3 "$1" "SELECT l.name || ': ' || r.title FROM reminders r JOIN remindersLists l ON l.id = r.listID ORDER BY 1"
+}
+note "Side by side: the later title won on every device; the reminder added to the deleted list went with it (the orphan rule, Protocol/README.md §8.4)."
+contents "$alice" >"$workdir/alice.txt"
+contents "$bob" >"$workdir/bob.txt"
+contents "$carol" >"$workdir/carol.txt"
+echo
+paste -d '|' "$workdir/alice.txt" "$workdir/bob.txt" "$workdir/carol.txt" |
+    awk -F'|' 'BEGIN { printf "%-40s  %-40s  %s\n", "ALICE", "BOB", "CAROL" } { printf "%-40s  %-40s  %s\n", $1, $2, $3 }'
+# Every synced table, row by row, hashed per peer.
+fingerprint() {
+    for table in remindersLists reminders tags reminderTags; do
+        sqlite3 "$1" "SELECT * FROM \"$table\" ORDER BY 1, 2"
+    done | sha256sum | cut -c1-16
+}
+a=$(fingerprint "$alice") b=$(fingerprint "$bob") c=$(fingerprint "$carol")
+echo
+echo "content fingerprints: alice $a, bob $b, carol $c"
+if [ "$a" = "$b" ] && [ "$b" = "$c" ]; then
+    echo "converged: the three devices hold the same lists, reminders and tags."
+else
+    echo "NOT converged" >&2
+    exit 1
+fi
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 printf '\nThe server logged one JSON line per request (%s lines), never a token.\n' "$(wc -l <"$workdir/server.log")"

@@ -6,6 +6,8 @@ enum Command {
     case showLists
     /// `lists add NAME`
     case addList(name: String)
+    /// `lists rm NAME`
+    case removeList(name: String)
     /// `add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]`
     case addReminder(NewReminder)
     /// `list [--json] [--search TEXT]`

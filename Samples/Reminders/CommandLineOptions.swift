@@ -39,8 +39,11 @@ struct CommandLineOptions {
             case "add":
                 return .addList(
                     name: try nonEmpty(try single(Array(operands.dropFirst()), "NAME", in: "lists add"), "NAME"))
+            case "rm":
+                return .removeList(
+                    name: try nonEmpty(try single(Array(operands.dropFirst()), "NAME", in: "lists rm"), "NAME"))
             case let other?:
-                throw .usage("unknown lists command \"\(other)\" (use: lists, lists add NAME)")
+                throw .usage("unknown lists command \"\(other)\" (use: lists, lists add NAME, lists rm NAME)")
             }
         case "add":
             try options.allowOnly(["--list", "--priority", "--due", "--notes"], in: "add")

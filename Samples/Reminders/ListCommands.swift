@@ -1,7 +1,7 @@
 import Foundation
 import OfflineStore
 
-/// `lists` and `lists add NAME`, and finding a list by name for `add --list NAME`.
+/// `lists`, `lists add NAME` and `lists rm NAME`, and finding a list by name for `add --list NAME`.
 ///
 /// List names are kept unique by the tool (the schema does not require it) so that a name
 /// always finds one list; should a file hold duplicates anyway, the oldest wins.
@@ -12,6 +12,18 @@ enum ListCommands {
             throw CommandFailure.runtime("a list named \"\(name)\" already exists (\(existing))")
         }
         return try create(name: name, in: db)
+    }
+
+    /// Deletes the list and the reminders in it, each as `rm` would (releases before 2.0 declare
+    /// no foreign key that would take them). Returns how many reminders it held.
+    static func remove(name: String, release: AppRelease, in db: Database) throws -> Int {
+        guard let id = try id(ofListNamed: name, in: db) else {
+            throw CommandFailure.runtime("no list named \"\(name)\" (see `reminders lists`)")
+        }
+        let reminders = try db.fetchAll(String.self, "SELECT id FROM reminders WHERE listID = \(id)")
+        for reminder in reminders { try ReminderCommands.remove(id: reminder, release: release, in: db) }
+        try db.execute("DELETE FROM remindersLists WHERE id = \(id)")
+        return reminders.count
     }
 
     /// The lists, oldest first, with how many reminders each has.

@@ -33,7 +33,8 @@ enum SyncCommands {
         do {
             let report = try engine.sync { progress in line?.report(progress) }
             var text =
-                "synced with \(target.server.absoluteString) (dataset \(target.dataset)): pushed \(report.pushed), "
+                "synced with \(target.server.absoluteString) (dataset \(target.dataset), \(verdict(report))): "
+                + "pushed \(report.pushed), "
             text += "pulled \(report.pulled)"
             if report.rejected > 0 { text += ", \(report.rejected) refused by the server (see `status`)" }
             if report.refused > 0 { text += ", \(report.refused) from other devices refused here (see `status`)" }
@@ -52,6 +53,18 @@ enum SyncCommands {
             return text
         } catch {
             throw CommandFailure.runtime(message(for: error, store: store))
+        }
+    }
+
+    /// The negotiation's outcome as the sync line shows it.
+    private static func verdict(_ report: SyncReport) -> String {
+        switch report.verdict {
+        case .newerSchemaAvailable:
+            return "compatible; the dataset has a newer schema, \(report.datasetSchemaVersion?.description ?? "?")"
+        case .compatible, nil:
+            return "compatible"
+        case let other?:
+            return other.rawValue
         }
     }
 

@@ -11,6 +11,7 @@ enum Usage {
         commands:
           lists                       the lists: id, number of reminders, name
           lists add NAME              create a list; prints its id alone on a line
+          lists rm NAME               delete the list and the reminders in it
           add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]
                                       create a reminder; prints its id alone on a line.
                                       --list NAME  the list with that name, created if there

@@ -12,6 +12,11 @@ func perform(_ command: Command, release: AppRelease, in store: OpenedStore) thr
         return try db.transaction { db in try ListCommands.show(in: db) }
     case .addList(let name):
         return try db.transaction(.immediate) { db in try ListCommands.add(name: name, in: db) }
+    case .removeList(let name):
+        let reminders = try db.transaction(.immediate) { db in
+            try ListCommands.remove(name: name, release: release, in: db)
+        }
+        return "removed list \(name) and its \(reminders) reminder(s)"
     case .addReminder(let reminder):
         return try db.transaction(.immediate) { db in
             try ReminderCommands.add(reminder, release: release, in: db)

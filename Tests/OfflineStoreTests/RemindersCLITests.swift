@@ -202,6 +202,27 @@ struct RemindersCLITests {
         #expect(try db.count("tags") == 1)
     }
 
+    @Test(
+        "lists rm deletes the list and its reminders, on every release, and names a list it cannot find",
+        arguments: ["1.0", "1.1", "2.0"])
+    func removeListTakesItsReminders(release: String) throws {
+        let cli = try RemindersCLI()
+        try cli.succeed("--schema", release, "add", "Buy milk", "--list", "Home")
+        try cli.succeed("--schema", release, "add", "Post the letter", "--list", "Errands")
+        try cli.succeed("--schema", release, "add", "Buy stamps", "--list", "Errands")
+        #expect(
+            try cli.succeed("--schema", release, "lists", "rm", "Errands")
+                == "removed list Errands and its 2 reminder(s)")
+        #expect(
+            try cli.json("--schema", release, "list", "--json").compactMap { $0["title"] as? String } == ["Buy milk"])
+        let missing = try cli.run(["--schema", release, "lists", "rm", "Errands"])
+        #expect(missing.status == 1)
+        #expect(missing.standardError.contains("no list named \"Errands\""))
+        let db = try Database(path: cli.databasePath)
+        #expect(try db.count("remindersLists") == 1)
+        #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+    }
+
     // Regression: nothing showed changes from other devices waiting in the stash or refused here.
     @Test("status shows what waits in the stash and what this store refused from other devices")
     func statusShowsStashedAndRefusedIncomingChanges() throws {
