@@ -70,8 +70,10 @@ struct ServerKillTests {
         let storedAtKill = Locked<Int?>(nil)
         let wal = server.dataDirectory.appendingPathComponent(SQLiteSyncStorage.fileName + "-wal").path
         @Sendable func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
-        proxy.afterForwarding = { request in
-            guard request.path.hasSuffix("/\(endpoint)"), storedAtKill.value == nil else { return }
+        // `proxy` weakly: the proxy holds this closure, and a cycle would keep both (and through
+        // the closure the server process) alive after the test.
+        proxy.afterForwarding = { [weak proxy] request in
+            guard let proxy, request.path.hasSuffix("/\(endpoint)"), storedAtKill.value == nil else { return }
             switch moment {
             case .after(let microseconds):
                 usleep(microseconds)
