@@ -78,6 +78,8 @@ let package = Package(
             name: "ostore-bench",
             dependencies: [
                 "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
+                // The throwaway PostgreSQL cluster of `server --backend postgres`, shared with the tests.
+                "TestSupport",
             ]
         ),
         // The sample app's schema history, a library so tests and the benchmark can use it.

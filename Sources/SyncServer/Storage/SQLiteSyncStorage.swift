@@ -68,11 +68,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     // MARK: Administration
 
     public func createDataset(named name: String) throws(ServerError) {
-        guard DatasetName.isValid(name) else {
-            throw ServerError(
-                .invalidArgument, "\(name.debugDescription) is not a dataset name",
-                fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
-        }
+        try DatasetName.check(name)
         try serverWork("creating dataset \(name)") {
             try pool.write { db in
                 if try db.fetchOne("SELECT 1 FROM server_datasets WHERE name = \(name)") != nil {

@@ -87,6 +87,17 @@ public struct LogPage: Sendable, Hashable {
     public var lastSerial: Int64
 }
 
+extension LogPage {
+    /// The page of `entries` read after `serial`, at most `limit` of them, the last at
+    /// `lastEntrySerial` (`serial` when there is none), while the dataset's newest serial was
+    /// `lastSerial`: a full page resumes after its last entry, any other after everything.
+    init(entries: [String], lastEntrySerial: Int64, after serial: Int64, limit: Int, lastSerial: Int64) {
+        let full = entries.count == limit
+        let next = full ? lastEntrySerial : max(lastSerial, serial)
+        self.init(entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+    }
+}
+
 /// Where a snapshot read stands: the log serial it started at (the log phase resumes from it)
 /// and the last row emitted, in (table, key) order.
 public struct SnapshotPosition: Sendable, Hashable, Codable {

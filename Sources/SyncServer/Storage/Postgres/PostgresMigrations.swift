@@ -26,7 +26,9 @@ struct PostgresMigration: Sendable {
     /// transaction locks the dataset's row before taking serials, so they commit in order
     /// (docs/POSTGRES.md). A cell's value keeps its SQLite storage class in `value_type`
     /// (0 null, 1 integer, 2 real, 3 text, 4 blob); text is kept as UTF-8 bytes because
-    /// PostgreSQL's text cannot hold U+0000.
+    /// PostgreSQL's text cannot hold U+0000. As in the SQLite schema, the log and state tables
+    /// declare no foreign key: each would cost a lookup per stored change, and only a push, which
+    /// holds the dataset's row, writes them.
     private static let version1 = """
         CREATE TABLE server_datasets (
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -50,20 +52,20 @@ struct PostgresMigration: Sendable {
             revoked_at timestamptz
         );
         CREATE TABLE server_sites (
-            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            dataset_id bigint NOT NULL,
             site bytea NOT NULL,
             high_seq bigint NOT NULL,
             PRIMARY KEY (dataset_id, site)
         );
         CREATE TABLE server_log (
-            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            dataset_id bigint NOT NULL,
             serial bigint NOT NULL,
             site bytea NOT NULL,
             body text NOT NULL,
             PRIMARY KEY (dataset_id, serial)
         );
         CREATE TABLE server_rows (
-            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            dataset_id bigint NOT NULL,
             table_name text COLLATE "C" NOT NULL,
             key text COLLATE "C" NOT NULL,
             created_clock bigint,

@@ -18,10 +18,8 @@ extension PostgresSyncStorage {
                 last = try result.int64(row: row, column: 1)
                 entries.append(try result.string(row: row, column: 2))
             }
-            let full = entries.count == limit
-            let next = full ? last : max(lastSerial, serial)
             return LogPage(
-                entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+                entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
         }
     }
 

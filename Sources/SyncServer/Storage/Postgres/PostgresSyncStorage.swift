@@ -71,11 +71,7 @@ public final class PostgresSyncStorage: SyncStorage {
     // MARK: Administration
 
     public func createDataset(named name: String) throws(ServerError) {
-        guard DatasetName.isValid(name) else {
-            throw ServerError(
-                .invalidArgument, "\(name.debugDescription) is not a dataset name",
-                fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
-        }
+        try DatasetName.check(name)
         try serverWork("creating dataset \(name)") { connection in
             guard try connection.execute(Statements.createDataset, [.text(name)]).rowCount == 1 else {
                 throw ServerError(.conflict, "dataset \(name) already exists")
