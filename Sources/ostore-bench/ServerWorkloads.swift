@@ -83,7 +83,7 @@ struct ServerWorkloads {
                 executable: executable, directory: directory, name: "server\(index)", storage: storage, token: token,
                 threads: options.serverThreads)
         }
-        defer { servers.forEach { $0.stop() } }
+        defer { for server in servers { server.stop() } }
 
         let peers = try (0..<clients).map { index in
             try BenchPeer(
@@ -100,7 +100,7 @@ struct ServerWorkloads {
         let pull = try runConcurrently(peers) { peer in try peer.pullAll(limit: options.pullLimit) }
         let endCPU = serverCPU()
         let peak = servers.map { $0.peakResidentBytes() }.max() ?? 0
-        servers.forEach { $0.stop() }
+        for server in servers { server.stop() }
 
         for (peer, pulled) in zip(peers, pull.counts) where pulled != options.changes {
             throw BenchmarkFailure(

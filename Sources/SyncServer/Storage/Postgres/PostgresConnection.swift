@@ -136,7 +136,7 @@ final class PostgresConnection {
         _ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Output
     ) -> Output {
         let copies = strings.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
+        defer { for copy in copies { free(copy) } }
         let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
