@@ -56,13 +56,7 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     /// ``storageWork(_:_:)`` for work that raises no protocol refusals.
     func serverWork<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
-        do {
-            return try storageWork(what, body)
-        } catch let error as ServerError {
-            throw error
-        } catch {
-            throw ServerError(.storage, "\(what) failed: \(error)")
-        }
+        try ServerError.narrowing(what) { try storageWork(what, body) }
     }
 
     // MARK: Administration

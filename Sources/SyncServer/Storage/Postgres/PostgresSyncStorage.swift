@@ -59,13 +59,7 @@ public final class PostgresSyncStorage: SyncStorage {
     func serverWork<Output>(_ what: String, _ body: (PostgresConnection) throws -> Output) throws(ServerError)
         -> Output
     {
-        do {
-            return try storageWork(what, body)
-        } catch let error as ServerError {
-            throw error
-        } catch {
-            throw ServerError(.storage, "\(what) failed: \(error)")
-        }
+        try ServerError.narrowing(what) { try storageWork(what, body) }
     }
 
     // MARK: Administration
