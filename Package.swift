@@ -69,10 +69,11 @@ let package = Package(
             name: "OfflineStoreTesting",
             dependencies: ["OfflineStore"]
         ),
-        // The physical limit the benchmark compares against: the same workloads in plain C.
+        // The physical limit the benchmark compares against: the same workloads in plain C (SQLite,
+        // and for the sync benchmark's transport libcurl and libmicrohttpd).
         .target(
             name: "CReferenceBench",
-            linkerSettings: [.linkedLibrary("sqlite3")]
+            linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("curl"), .linkedLibrary("microhttpd")]
         ),
         .executableTarget(
             name: "ostore-bench",
@@ -118,7 +119,7 @@ let package = Package(
         // `ostore-server` process to talk to.
         .target(
             name: "TestSupport",
-            dependencies: ["SyncServer", "SyncProtocol"],
+            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore"],
             path: "Tests/TestSupport"
         ),
         .testTarget(

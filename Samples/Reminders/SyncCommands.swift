@@ -36,7 +36,16 @@ enum SyncCommands {
                 "synced with \(target.server.absoluteString) (dataset \(target.dataset)): pushed \(report.pushed), "
             text += "pulled \(report.pulled)"
             if report.rejected > 0 { text += ", \(report.rejected) refused by the server (see `status`)" }
-            if report.stashed > 0 { text += ", \(report.stashed) kept for a newer schema" }
+            if report.refused > 0 { text += ", \(report.refused) from other devices refused here (see `status`)" }
+            if report.stashed > 0 { text += ", \(report.stashed) kept for a newer schema or a missing parent" }
+            if report.requeued > 0 {
+                text += "\nnote: the server had lost \(report.requeued) of this device's changes; they were sent again"
+            }
+            if report.redownloaded {
+                text +=
+                    "\nnote: the server could not resume from where this device left off; "
+                    + "the dataset was downloaded again"
+            }
             if report.verdict == .newerSchemaAvailable, let newest = report.datasetSchemaVersion {
                 text += "\nnote: other devices use schema \(newest); upgrade to see everything they write"
             }
@@ -82,6 +91,8 @@ enum SyncCommands {
             .map { try log.syncState(db, endpoint: $0) }
         let pending = try log.pendingCount(db)
         let rejected = try log.rejectedChanges(db)
+        let stashed = try log.stashedCount(db)
+        let refusedHere = try log.refusedChanges(db)
         if asJSON {
             let formatter = ISO8601DateFormatter()
             let endpoints = states.map { state in
@@ -95,13 +106,20 @@ enum SyncCommands {
                 "{\"code\": \(JSONOutput.string(record.code)), \"reason\": \(JSONOutput.string(record.reason)), "
                     + "\"change\": \(record.change)}"
             }
+            let refusedIncoming = refusedHere.map { record in
+                "{\"table\": \(JSONOutput.string(record.change.table)), "
+                    + "\"operation\": \(JSONOutput.string(record.change.operation.rawValue)), "
+                    + "\"reason\": \(JSONOutput.string(record.reason))}"
+            }
             return """
                 {
                   "schemaVersion": \(JSONOutput.string(release.version.description)),
                   "siteID": \(JSONOutput.string(log.identity.siteID.map { String(format: "%02x", $0) }.joined())),
                   "pendingChanges": \(pending),
                   "servers": [\(endpoints.joined(separator: ", "))],
-                  "rejectedChanges": [\(refused.joined(separator: ", "))]
+                  "rejectedChanges": [\(refused.joined(separator: ", "))],
+                  "stashedChanges": \(stashed),
+                  "refusedIncomingChanges": [\(refusedIncoming.joined(separator: ", "))]
                 }
                 """
         }
@@ -114,6 +132,14 @@ enum SyncCommands {
             if let error = state.lastError { lines.append("  last error: \(error)") }
         }
         for record in rejected { lines.append("refused by the server (\(record.code)): \(record.reason)") }
+        if stashed > 0 {
+            lines.append("\(stashed) change(s) from other devices waiting for a newer schema or their parent row")
+        }
+        for record in refusedHere {
+            lines.append(
+                "refused here (\(record.change.operation.rawValue) of \(record.change.table) from another device): "
+                    + record.reason)
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -37,7 +37,8 @@ enum Usage {
                                       changes, backing off while the server is unreachable, until
                                       SIGTERM or SIGINT; one line per sync on stdout
           status [--json]             changes waiting to be pushed, each server's last sync and
-                                      error, negotiated versions, changes the server refused
+                                      error, negotiated versions, changes the server refused,
+                                      changes from other devices kept for later or refused here
 
         options:
           --db PATH                   the database file (created if missing)

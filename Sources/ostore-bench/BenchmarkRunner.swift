@@ -81,7 +81,8 @@ func measure(
     return (median(oursTimes), median(referenceTimes))
 }
 
-private func milliseconds(_ duration: Duration) -> Double {
+/// A duration in milliseconds.
+func milliseconds(_ duration: Duration) -> Double {
     let (seconds, attoseconds) = duration.components
     return Double(seconds) * 1000 + Double(attoseconds) / 1e15
 }

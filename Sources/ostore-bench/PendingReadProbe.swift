@@ -51,7 +51,7 @@ enum PendingReadProbe {
         let log = try ChangeLog.open(db, migrator: try Migrator(plan: ChangeLogBenchPlan.self))
         // Writing 5 to clear_refs sets the peak to the current resident size (Linux 4.0 and later).
         let peakWasReset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
-        let before = try memoryStatus()
+        let before = try ProcessMemory.status()
         let clock = ContinuousClock()
 
         let countStart = clock.now
@@ -69,7 +69,7 @@ enum PendingReadProbe {
         }
         let readDuration = clock.now - readStart
 
-        let peak = try memoryStatus()
+        let peak = try ProcessMemory.status()
         try db.close()
         guard read == pending else {
             throw BenchmarkFailure(description: "read \(read) pending changes, but pendingCount says \(pending)")
@@ -78,27 +78,5 @@ enum PendingReadProbe {
             changes: read, countMilliseconds: milliseconds(countDuration), readMilliseconds: milliseconds(readDuration),
             residentBeforeBytes: before.resident, peakBytes: peak.peak, peakWasReset: peakWasReset)
         print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
-    }
-
-    /// `VmRSS` and `VmHWM` of this process, in bytes, from `/proc/self/status` (which gives kB).
-    private static func memoryStatus() throws -> (resident: Int, peak: Int) {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        func field(_ name: String) -> Int? {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else {
-                return nil
-            }
-            return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }.map {
-                $0 * 1024
-            }
-        }
-        guard let resident = field("VmRSS"), let peak = field("VmHWM") else {
-            throw BenchmarkFailure(description: "/proc/self/status has no VmRSS or VmHWM")
-        }
-        return (resident, peak)
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }

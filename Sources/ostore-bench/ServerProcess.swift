@@ -43,6 +43,29 @@ final class ServerProcess {
         return server
     }
 
+    /// A SQLite server over `directory/data`. `prepare` runs on the storage (dataset and token
+    /// made) before the server starts: where a benchmark fills the dataset without going through
+    /// HTTP. A data directory already in place (copied there by the caller) keeps its dataset; a
+    /// token is added.
+    convenience init(
+        executable: URL, directory: URL, threads: Int, prepare: (SQLiteSyncStorage) throws -> Void = { _ in }
+    ) throws {
+        let data = directory.appendingPathComponent("data")
+        let token: String
+        // The same storage calls `ostore-server dataset create` and `token create` make; closed
+        // before the server opens the directory.
+        do {
+            let storage = try SQLiteSyncStorage(directory: data)
+            if try !storage.datasets().contains(where: { $0.name == Self.dataset }) {
+                try storage.createDataset(named: Self.dataset)
+            }
+            token = try storage.createToken(dataset: Self.dataset, readOnly: false).secret
+            try prepare(storage)
+        }
+        try self.init(
+            executable: executable, directory: directory, storage: .sqlite(data), token: token, threads: threads)
+    }
+
     /// A server on `storage`, whose dataset `token` grants; its log is `directory/name.log`.
     init(executable: URL, directory: URL, name: String = "server", storage: BenchStorage, token: String, threads: Int)
         throws
@@ -87,6 +110,8 @@ final class ServerProcess {
     }
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/v1/datasets/\(Self.dataset)")! }
+    /// What a `SyncEngine` is configured with (it adds `v1/datasets/…` itself).
+    var rootURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// SIGTERM, then SIGKILL if the server has not exited within 30 s (a server under valgrind may
     /// never see the SIGTERM).

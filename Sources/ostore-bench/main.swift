@@ -1,12 +1,15 @@
 import Foundation
 
-// ostore-bench GROUP [--rows N] [--runs N] [--json]; ostore-bench server --backend sqlite [options]
+// ostore-bench GROUP [--rows N] [--runs N] [--json]; ostore-bench server --backend sqlite [options];
+// ostore-bench sync [options]
 // Prints, per workload, the median time of ours and of what it is compared with, and their ratio.
 
 let usage = """
     usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
            ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
+           ostore-bench sync [--changes N] [--first-sync-rows N] [--seed-cache DIR] [--server-threads N]
+                             [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -23,6 +26,16 @@ let usage = """
                  (default 1000), then every client pulls everything from a fresh cursor in pages of
                  --pull-limit (default 1000); reports changes/s, p50/p99 request latency, the server's CPU
                  time and peak memory (VmHWM), and whether 4 clients push 50000 changes/s or more
+      sync       the sync engine against an ostore-server process (built next to ostore-bench): client A
+                 commits --changes (default 100000) inserts offline and syncs (pushes them), client B syncs
+                 (pulls and applies them), each sync in a child process; then a client with an empty store
+                 downloads a dataset of --first-sync-rows rows (default 1000000; 0 skips it). Each is compared
+                 with C inserting the same rows plus the same HTTP requests and body sizes over libcurl to a
+                 libmicrohttpd server that only counts bytes; reports changes/s, the server's CPU time, the
+                 client's CPU time and its peak memory (VmHWM); --json adds "changes", "changes_per_s",
+                 "reference", "server_cpu_ms", "client_cpu_ms", "client_peak_bytes", "target", "met".
+                 --seed-cache DIR keeps the first-sync dataset in DIR for later runs (storing 1000000 rows
+                 through the server's storage takes minutes); delete DIR when the server's storage changes
       --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
@@ -50,6 +63,52 @@ if group == PendingReadProbe.subcommand {
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("ostore-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+// The child process the sync group starts for each sync; not for users.
+if group == SyncClientRun.subcommand {
+    do {
+        try SyncClientRun.runInChild(arguments)
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("ostore-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if group == "sync" {
+    var sync = SyncBenchOptions()
+    while let flag = arguments.first {
+        arguments.removeFirst()
+        if flag == "--json" {
+            sync.json = true
+            continue
+        }
+        guard let value = arguments.first else {
+            FileHandle.standardError.write(Data("ostore-bench sync: \(flag) needs a value\n\(usage)\n".utf8))
+            exit(2)
+        }
+        arguments.removeFirst()
+        let number = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        switch (flag, number) {
+        case ("--server", _): sync.server = value
+        case ("--seed-cache", _): sync.seedCache = value
+        case ("--changes", let number?) where number > 0: sync.changes = number
+        case ("--first-sync-rows", let number?): sync.firstSyncRows = number
+        case ("--server-threads", let number?) where number > 0: sync.serverThreads = number
+        default:
+            FileHandle.standardError.write(Data("ostore-bench sync: bad option \(flag) \(value)\n\(usage)\n".utf8))
+            exit(2)
+        }
+    }
+    do {
+        let results = try SyncWorkloads(options: sync).run()
+        print(sync.json ? SyncResult.json(results) : SyncResult.table(results))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("ostore-bench sync: \(error)\n".utf8))
         exit(1)
     }
 }

@@ -31,6 +31,11 @@ enum ServeCommand: Command {
         servers on any machines may serve them at once. A request that loses the database is
         answered 503 with Retry-After, storing nothing; the server reconnects when it is back.
 
+        With --data it keeps each dataset's newest serial in server.sqlite-served when it starts and
+        stops; a dataset whose log is shorter at the next start (a backup copied back by hand) gets a
+        new incarnation, so devices download it again (see `ostore-server restore`). A PostgreSQL
+        database restored with pg_restore needs `ostore-server restore --postgres URL` instead.
+
         exit status: 0 stopped by a signal, 2 usage error or the server could not start
         """
 
@@ -58,6 +63,23 @@ enum ServeCommand: Command {
         guard let storage = StorageLocation.open(arguments, command: name, connections: threads) else {
             return .failure
         }
+        // Only a data directory can be put back behind the server's back with its record of served
+        // serials left in place beside it; a PostgreSQL restore brings back whatever the database
+        // held, so its operator renews the incarnations (`ostore-server restore --postgres`).
+        let dataDirectory = storage as? SQLiteSyncStorage
+        do {
+            for dataset in try dataDirectory?.renewIncarnationsOfDatasetsThatWentBack() ?? [] {
+                RequestLog.write([
+                    "event": "datasetWentBack", "dataset": dataset.name, "servedSerial": "\(dataset.servedSerial)",
+                    "lastSerial": "\(dataset.lastSerial)",
+                    "message": "the log is shorter than when the server last ran (restored by hand?); new incarnation: "
+                        + "devices download it again",
+                ])
+            }
+        } catch {
+            Console.error("ostore-server serve: \(error)")
+            return .failure
+        }
         var limits = Limits.standard
         limits.maxBodyBytes = maxBody
         let service = SyncService(storage: storage, limits: limits)
@@ -83,6 +105,11 @@ enum ServeCommand: Command {
         Console.output("listening on \(scheme)://\(configuration.address):\(server.port)")
         stopSignals.wait()
         let drained = server.stop(gracePeriod: .seconds(10))
+        do {
+            try dataDirectory?.recordServedSerials()
+        } catch {
+            RequestLog.write(["event": "error", "message": error.description])
+        }
         RequestLog.write(["event": "stopped", "drained": drained ? "true" : "false"])
         return .success
     }

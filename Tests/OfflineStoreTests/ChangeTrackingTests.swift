@@ -40,6 +40,33 @@ struct ChangeTrackingTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory() }
 
+    // A daemon of the old release keeps its connection open while the upgraded app migrates and
+    // rebuilds a table under it: the old connection's TEMP triggers follow the table by name, so
+    // its writes are still recorded (and its pending reads see the new columns).
+    @Test func anOlderConnectionKeepsRecordingAfterAnotherMigratesAndRebuildsATable() throws {
+        let path = directory.path("store.sqlite")
+        let old = try Database(path: path)
+        let oldLog = try ChangeLog.open(
+            old, migrator: try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: "1.1.0"))
+        try old.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try old.execute("INSERT INTO reminders (id, title, listID) VALUES ('R0', 'before', 'L')")
+        if let last = try oldLog.pendingChanges(old).last { try oldLog.markPushed(old, upTo: last.sequence) }
+
+        let upgraded = try Database(path: path)
+        _ = try ChangeLog.open(upgraded, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        try old.execute("INSERT INTO reminders (id, title, listID) VALUES ('R1', 'after', 'L')")
+        try old.execute("UPDATE reminders SET title = 'changed' WHERE id = 'R0'")
+
+        let pending = try oldLog.pendingChanges(old)
+        #expect(pending.map(\.operation) == [.insert, .update])
+        #expect(pending.map { $0.primaryKey["id"] } == [.text("R1"), .text("R0")])
+        #expect(pending.first?.columns["dueAt"] != nil)  // the whole row, as the rebuilt table has it
+        #expect(pending.last?.columns == ["title": .text("changed")])
+        let reopened = try ChangeLog.open(
+            try Database(path: path), migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        #expect(try reopened.pendingCount(upgraded) == 2)
+    }
+
     func openReminders(_ name: String = "reminders.sqlite") throws -> (Database, ChangeLog) {
         let db = try Database(path: directory.path(name))
         let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))

@@ -2,7 +2,8 @@ import Foundation
 import OfflineStore
 import Testing
 
-// The README's migration tour, verbatim between the markers, so the example cannot rot.
+// The README's migration tour, verbatim between the markers (ReadmeTourTests checks that the README
+// shows it), so the example cannot rot.
 
 // migration-tour:begin
 enum TasksV1: VersionedSchema {
@@ -59,16 +60,5 @@ func migrationTour(path: String) throws -> (version: Schema.Version?, keys: [Str
         let result = try migrationTour(path: directory.path("tasks.sqlite"))
         #expect(result.version == "1.1.0")
         #expect(result.keys == ["buy milk"])
-    }
-
-    @Test func readmeShowsTheMigrationTourVerbatim() throws {
-        let testFile = URL(fileURLWithPath: #filePath)
-        let readme = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("README.md")
-        let readmeText = try String(contentsOf: readme, encoding: .utf8)
-        let source = try String(contentsOf: testFile, encoding: .utf8)
-        let begin = try #require(source.range(of: "// migration-tour:begin\n"))
-        let end = try #require(source.range(of: "// migration-tour:end"))
-        #expect(readmeText.contains(String(source[begin.upperBound..<end.lowerBound])))
     }
 }

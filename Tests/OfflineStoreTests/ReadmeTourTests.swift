@@ -2,7 +2,7 @@ import Foundation
 import OfflineStore
 import Testing
 
-// The README's API tour, verbatim between the markers, so the example cannot rot.
+// The README's database tour, verbatim between the markers, so the example cannot rot.
 
 // tour:begin
 struct TourReminder: Codable, FetchableRecord, PersistableRecord {
@@ -51,15 +51,16 @@ func tour(directory: String) async throws -> (titles: [String], count: Int) {
         #expect(result.count == 2)
     }
 
-    @Test func readmeShowsTheTourVerbatim() throws {
-        let testFile = URL(fileURLWithPath: #filePath)
-        let readme = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("README.md")
-        let readmeText = try String(contentsOf: readme, encoding: .utf8)
-        let source = try String(contentsOf: testFile, encoding: .utf8)
-        let begin = try #require(source.range(of: "// tour:begin\n"))
-        let end = try #require(source.range(of: "// tour:end"))
-        let tourCode = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readmeText.contains(tourCode))
+    /// Every Swift block of the README is a region of a test that compiles and runs it, and
+    /// every such region is in the README.
+    @Test func readmeShowsOnlyCompiledSwiftVerbatim() throws {
+        let problems = try DocumentedCode.differences(
+            markdown: "README.md",
+            sources: [
+                "Tests/OfflineStoreTests/ReadmeTourTests.swift",
+                "Tests/OfflineStoreTests/ReadmeMigrationTourTests.swift",
+                "Tests/SyncClientTests/ReadmeAppTourTests.swift",
+            ])
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStore
+import RemindersModel
 import Testing
 
 /// The `reminders` sample run as a user runs it: the built executable in a subprocess, on a
@@ -199,6 +200,42 @@ struct RemindersCLITests {
         let db = try Database(path: cli.databasePath)
         #expect(try db.count("reminderTags") == 0)
         #expect(try db.count("tags") == 1)
+    }
+
+    // Regression: nothing showed changes from other devices waiting in the stash or refused here.
+    @Test("status shows what waits in the stash and what this store refused from other devices")
+    func statusShowsStashedAndRefusedIncomingChanges() throws {
+        let cli = try RemindersCLI()
+        try cli.succeed("lists", "add", "Home")
+        do {
+            let db = try Database(path: cli.databasePath)
+            let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+            let other = Data(repeating: 7, count: 16)
+            let clock = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+            _ = try log.apply(
+                [
+                    RemoteChange(
+                        table: "remindersLists", primaryKey: ["id": .text("X")], operation: .insert,
+                        columns: ["id": .text("X"), "name": .integer(5)], clock: clock, siteID: other),
+                    RemoteChange(
+                        table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
+                        columns: ["id": .text("C"), "body": .text("a table of a later release")], clock: clock,
+                        siteID: other),
+                ], to: db)
+            try db.close()
+        }
+        let outcome = try cli.run("status", "--json")
+        let status = try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
+        #expect(status["stashedChanges"] as? Int == 1)
+        let refused = try #require(status["refusedIncomingChanges"] as? [[String: Any]])
+        #expect(refused.count == 1)
+        #expect(refused.first?["table"] as? String == "remindersLists")
+        #expect(refused.first?["operation"] as? String == "insert")
+        #expect((refused.first?["reason"] as? String)?.contains("STRICT") == true)
+        let text = try cli.succeed("status")
+        #expect(text.contains("1 change(s) from other devices waiting for a newer schema or their parent row"))
+        #expect(text.contains("refused here (insert of remindersLists from another device)"))
     }
 
     @Test("--help prints the usage on stdout and exits 0")

@@ -128,6 +128,36 @@ struct RemoteApplyTests {
         #expect(outcome.rejected[3].reason.contains("ahead"))
         #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
         #expect(try bob.db.tableExists("reminders"))
+        // Regression: refused changes were only in the outcome, which callers dropped. They are
+        // kept in the metadatabase, whole and with their reasons, in the batch's transaction.
+        let kept = try bob.log.refusedChanges(bob.db)
+        #expect(kept.map(\.reason) == outcome.rejected.map(\.reason))
+        #expect(kept.map(\.change) == outcome.rejected.map(\.change))
+    }
+
+    /// A batch is applied without a savepoint per change; a change that fails after writing part
+    /// of itself (here: its unknown column stashed, then its row refused for a missing NOT NULL
+    /// column) must leave nothing behind, and the changes around it must still apply.
+    @Test func aChangeThatFailsHalfWayLeavesNothingAndTheRestApplies() throws {
+        let bob = try Peer(directory, "bob.sqlite")
+        let site = Data(repeating: 7, count: 16)
+        let now = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+        let first = RemoteChange(
+            table: "remindersLists", primaryKey: ["id": .text("A")], operation: .insert,
+            columns: ["id": .text("A"), "name": .text("Home")], clock: now, siteID: site)
+        var halfWay = first
+        halfWay.primaryKey = ["id": .text("B")]
+        halfWay.columns = ["id": .text("B"), "colour": .text("red")]
+        var last = first
+        last.primaryKey = ["id": .text("C")]
+        last.columns = ["id": .text("C"), "name": .text("Work")]
+        let outcome = try bob.log.apply([first, halfWay, last], to: bob.db)
+        #expect(outcome.applied == 2)
+        #expect(outcome.rejected.map(\.index) == [1])
+        #expect(outcome.stashed == 0)
+        #expect(try bob.rows("SELECT id FROM remindersLists ORDER BY id") == ["A", "C"])
+        #expect(try bob.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
     }
 
     @Test func columnsAndTablesOfANewerVersionWaitInTheStashUntilAMigrationAddsThem() throws {
@@ -152,6 +182,46 @@ struct RemoteApplyTests {
     // when that was the newest local entry, the queue ran backwards, the next local change got a
     // sequence already acknowledged (and was never pushed), and the next open saw the watermark
     // ahead of the log and re-recorded every row.
+    // Regression: a purged database kept the metadatabase's versions of the edits it lost, so
+    // another site's edit older than a lost one was refused here and taken everywhere else.
+    @Test func aPurgedDatabaseForgetsTheVersionsOfTheValuesItLost() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        let creation = try alice.push()
+        let lostEditClock: HybridTimestamp
+        do {
+            let bob = try Peer(directory, "bob.sqlite")
+            _ = try bob.log.apply(creation, to: bob.db)
+            usleep(2_000)  // a later millisecond than the creation
+            try bob.db.execute("UPDATE remindersLists SET name = 'Lost with the file' WHERE id = 'L'")
+            lostEditClock = try #require(try bob.log.pendingChanges(bob.db).last?.clock)
+            try bob.db.close()
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        let bob = try Peer(directory, "bob.sqlite")
+        #expect(bob.log.identity.state == .databaseRecreated)
+        #expect(try bob.log.pendingCount(bob.db) == 0)  // the lost value cannot be pushed
+        #expect(try bob.log.apply(creation, to: bob.db).applied == 1)  // downloaded again
+
+        // An edit made elsewhere before Bob's lost one, and never seen by Bob.
+        let edit = RemoteChange(
+            table: "remindersLists", primaryKey: ["id": .text("L")], operation: .update,
+            columns: ["name": .text("Work")],
+            clock: HybridTimestamp(
+                milliseconds: creation[0].clock.milliseconds, counter: creation[0].clock.counter + 1),
+            siteID: Data(repeating: 7, count: 16))
+        #expect(edit.clock < lostEditClock)
+        let fresh = try Peer(directory, "carol.sqlite")
+        for peer in [bob, fresh] {
+            _ = try peer.log.apply(creation, to: peer.db)
+            _ = try peer.log.apply([edit], to: peer.db)
+        }
+        #expect(try bob.rows("SELECT name FROM remindersLists") == ["Work"])
+        #expect(try bob.rows("SELECT name FROM remindersLists") == fresh.rows("SELECT name FROM remindersLists"))
+    }
+
     @Test func overwritingTheNewestLocalEntryNeverMovesTheQueueBackwards() throws {
         let alice = try Peer(directory, "alice.sqlite")
         let bob = try Peer(directory, "bob.sqlite")
@@ -170,5 +240,96 @@ struct RemoteApplyTests {
         let reopened = try Peer(directory, "alice.sqlite")
         #expect(try reopened.log.reconcileCoverage(reopened.db).rescanned == false)
         #expect(try reopened.log.pendingCount(reopened.db) == 1)
+    }
+
+    /// Found by the randomised convergence test (seed 9): a reminder moved to a list this store
+    /// has not received yet waits in the stash; SQLite's ON DELETE CASCADE then removed its tags
+    /// silently, and they never came back with it. Waiting in the stash must not cost a row's
+    /// children, nor the versions of its columns.
+    @Test func aChildWaitingForItsParentKeepsItsOwnChildrenAndColumnVersions() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'A')")
+        try alice.db.execute("INSERT INTO tags (id, name) VALUES ('T', 'errand')")
+        try alice.db.execute("INSERT INTO reminderTags (reminderID, tagID) VALUES ('R', 'T')")
+        _ = try bob.log.apply(try alice.push(), to: bob.db)
+        // An older title edit (Bob gets it late), a newer one, then a move to a new list.
+        try alice.db.execute("UPDATE reminders SET title = 'Old title' WHERE id = 'R'")
+        let older = try alice.push()
+        try alice.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R'")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Shop')")
+        try alice.db.execute("UPDATE reminders SET listID = 'B' WHERE id = 'R'")
+        let batch = try alice.push()
+        // The move and the title arrive before the new list.
+        let childFirst = try bob.log.apply(batch.filter { $0.table == "reminders" }, to: bob.db)
+        #expect(childFirst.stashed == 2)  // the reminder, and its tag with it
+        #expect(try bob.db.count("reminders") == 0 && bob.db.count("reminderTags") == 0)
+        _ = try bob.log.apply(batch.filter { $0.table == "remindersLists" }, to: bob.db)
+        #expect(try bob.rows("SELECT title || '/' || listID FROM reminders") == ["Oat milk/B"])
+        #expect(try bob.rows("SELECT reminderID || tagID FROM reminderTags") == ["RT"])
+        // The title's version survived the stash: the older edit arriving late changes nothing.
+        _ = try bob.log.apply(older, to: bob.db)
+        #expect(try bob.rows("SELECT title FROM reminders") == ["Oat milk"])
+        #expect(try bob.db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
+
+    /// Found by the randomised convergence test (seeds 313, 382, 486 of 500): a reminder added to a
+    /// list that another device deleted meanwhile, then moved to a live list. A site that saw it in
+    /// the deleted list dropped it with a delete dated by the list's deletion, older than the
+    /// reminder itself, so the others kept it, and the move waited in that site's stash for ever.
+    /// The cascade's delete is now a new local change, which wins everywhere.
+    @Test func aChildDroppedWithItsDeletedParentIsDroppedOnEverySite() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        let carol = try Peer(directory, "carol.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('X', 'Old'), ('Y', 'New')")
+        let lists = try alice.push()
+        _ = try bob.log.apply(lists, to: bob.db)
+        _ = try carol.log.apply(lists, to: carol.db)
+        try bob.db.execute("DELETE FROM remindersLists WHERE id = 'X'")
+        let deletion = try bob.push()
+        usleep(5_000)  // the reminder is made after the list's deletion, on another device
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'X')")
+        let added = try alice.push()
+        try alice.db.execute("UPDATE reminders SET listID = 'Y' WHERE id = 'R'")
+        let moved = try alice.push()
+
+        // Carol sees the reminder in the deleted list, drops it, and tells the others.
+        for batch in [deletion, added, moved] { _ = try carol.log.apply(batch, to: carol.db) }
+        #expect(try carol.db.count("reminders") == 0)
+        let cascade = try carol.push()
+        #expect(cascade.map(\.operation) == [.delete])
+        for batch in [deletion, cascade] { _ = try alice.log.apply(batch, to: alice.db) }
+        for batch in [added, moved, deletion, cascade] { _ = try bob.log.apply(batch, to: bob.db) }
+        for peer in [alice, bob, carol] {
+            #expect(try peer.db.count("reminders") == 0)
+            #expect(try peer.rows("SELECT id FROM remindersLists") == ["Y"])
+        }
+    }
+
+    // Regression: retrying the stash emptied it in one commit and applied it in another, so a
+    // retry that failed (the database locked by another process, a full disk, a kill) lost every
+    // stashed change.
+    @Test func aStashRetryThatFailsKeepsTheStash() throws {
+        var configuration = Configuration()
+        configuration.busyTimeout = .milliseconds(20)
+        let db = try Database(path: directory.path("bob.sqlite"), configuration: configuration)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        let later = RemoteChange(
+            table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
+            columns: ["id": .text("C"), "body": .text("a table of a later release")],
+            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+            siteID: Data(repeating: 7, count: 16))
+        #expect(try log.apply([later], to: db).stashed == 1)
+
+        // Another process writes to the user's file meanwhile; the metadatabase is free.
+        let other = try Database(path: directory.path("bob.sqlite"))
+        try other.execute("BEGIN IMMEDIATE")
+        #expect(throws: DatabaseError.self) { try log.applyStash(db) }
+        try other.execute("ROLLBACK")
+        #expect(try log.stashedCount(db) == 1)
+        #expect(try log.applyStash(db).stashed == 1)
     }
 }

@@ -167,6 +167,24 @@ import Testing
         #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3.5), "took \(elapsed)")
     }
 
+    /// Found by the fault proxy: libcurl (7.88) reports CURLE_OK, status 200 and an empty body
+    /// when the connection closes after the status line, before the header block ends; the sync
+    /// engine then failed on "not valid JSON" and did not retry. It is a lost connection.
+    @Test func anAnswerCutOffInItsHeadersIsALostConnectionAndRetryable() throws {
+        let server = try HTTPServer { _ in .text("a complete answer") }
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        proxy.plan = { request in request.number == 1 ? .truncateHead : .pass }
+        let client = try HTTPClient()
+        let url = URL(string: "http://127.0.0.1:\(proxy.port)/cut")!
+        let error = #expect(throws: TransportError.self) {
+            try client.send(HTTPClientRequest(method: .post, url: url, body: Data("x".utf8)))
+        }
+        #expect(error?.kind == .connectionLost && error?.isRetryable == true)
+        #expect(try client.send(HTTPClientRequest(method: .post, url: url)).body == Data("a complete answer".utf8))
+    }
+
     @Test func theTotalTimeoutEndsARequest() throws {
         let server = try HTTPServer { _ in
             Thread.sleep(forTimeInterval: 2)

@@ -66,4 +66,90 @@ struct SyncKillTests {
             try meta.close()
         }
     }
+
+    /// The test above kills at random moments; this one aims at the apply: a `reminders … sync`
+    /// is killed right after a pulled page has reached it (the proxy tells when), at several
+    /// delays, in the snapshot and in the log phase. Each apply is all or nothing; a later sync
+    /// completes with every change applied once and nothing pushed back.
+    @Test func killedWhileApplyingAPulledPageLosesAndDuplicatesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+        let token = try makeDataset(server, "reminders")
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let reminders = try builtProduct("reminders")
+        let alice = directory.path("alice.sqlite")
+        let bob = directory.path("bob.sqlite")
+        let rows = 2_500
+        func edit(_ sql: String) throws {
+            let db = try Database(path: alice)
+            _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+            try db.executeScript(sql)
+            try db.close()
+        }
+        func sync(_ path: String, through url: URL) throws -> Process {
+            let process = Process()
+            process.executableURL = reminders
+            process.arguments = ["--db", path, "sync", "--server", url.absoluteString]
+            process.environment = ["OSTORE_TOKEN": token]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        try edit(
+            """
+            INSERT INTO remindersLists (id, name) VALUES ('L', 'Home');
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+            INSERT INTO reminders (id, title, listID) SELECT 'R' || i, 'r' || i, 'L' FROM n;
+            """)
+        let client = Locked<Int32>(0)
+        let delay = Locked<UInt32>(0)
+        proxy.afterAnswering = { request in
+            // A page of changes (not the hello, not an empty page) has just been handed over.
+            guard request.path.hasSuffix("/pull") else { return }
+            let target = client.withLock { pid in
+                defer { pid = 0 }
+                return pid
+            }
+            guard target != 0 else { return }
+            usleep(delay.value)
+            kill(target, SIGKILL)
+        }
+        var killedMidway = 0
+        for phase in ["snapshot", "log"] {
+            if phase == "log" { try edit("UPDATE reminders SET isDone = 1") }
+            #expect(try sync(alice, through: server.baseURL).waitedForExit() == 0)
+            for milliseconds in [0, 0, 10, 40, 80, 150] as [UInt32] {
+                delay.value = milliseconds * 1_000
+                let process = try sync(bob, through: proxy.baseURL)
+                client.value = process.processIdentifier
+                process.waitUntilExit()
+                if process.terminationReason == .uncaughtSignal { killedMidway += 1 }
+                let db = try Database(path: bob)
+                #expect(try db.fetchValue(String.self, "PRAGMA integrity_check") == "ok")
+                #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+                try db.close()
+            }
+            client.value = 0
+            #expect(try sync(bob, through: proxy.baseURL).waitedForExit() == 0)
+        }
+        #expect(killedMidway >= 2)
+        // Bob pushed nothing back (applying records nothing), and holds every change once.
+        #expect(try server.storage().datasets().first?.changes == Int64(2 * rows + 1))
+        #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
+        let db = try Database(path: bob)
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM reminders WHERE isDone = 1") == rows)
+        #expect(try log.pendingCount(db) == 0)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
+        try db.close()
+    }
+}
+
+extension Process {
+    fileprivate func waitedForExit() -> Int32 {
+        waitUntilExit()
+        return terminationStatus
+    }
 }

@@ -8,16 +8,16 @@ import TestSupport
 import Testing
 
 /// A device: a Reminders store at one release and its engine, over an in-process server.
-private final class Device {
+final class Device {
     let db: Database
     let log: ChangeLog
     let engine: SyncEngine
 
     init(
         _ directory: TemporaryDirectory, _ name: String, release: Schema.Version? = nil,
-        transport: InProcessTransport, token: String
+        transport: any SyncTransport, token: String, configuration: Configuration = Configuration()
     ) throws {
-        db = try Database(path: directory.path(name))
+        db = try Database(path: directory.path(name), configuration: configuration)
         let migrator =
             try release.map { try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: $0) }
             ?? Migrator(plan: RemindersMigrationPlan.self)
@@ -143,7 +143,7 @@ struct SyncEngineTests {
         #expect(try alice.log.pendingCount(alice.db) == 0)
     }
 
-    @Test func aPurgedDatabaseIsDownloadedAgainAndKeepsItsQueue() throws {
+    @Test func aPurgedDatabaseIsDownloadedAgain() throws {
         let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
         let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
         for index in 0..<12 {
@@ -161,6 +161,70 @@ struct SyncEngineTests {
         #expect(purged.log.identity.state == .databaseRecreated)
         try purged.engine.sync()
         #expect(try purged.count("remindersLists") == 12)
+    }
+
+    // Regression: only an engine syncing in the run that found the purge cleared its cursor; a
+    // purge found by another run (the CLI adding a reminder, say) was never downloaded again.
+    @Test func aPurgedDatabaseIsDownloadedAgainWhicheverRunFoundThePurge() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        for index in 0..<12 {
+            try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')")
+        }
+        try alice.engine.sync()
+        do {
+            let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+            try bob.engine.sync()
+            try bob.db.close()
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        do {
+            // This run finds the purge and writes, but does not sync.
+            let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+            #expect(bob.log.identity.state == .databaseRecreated)
+            try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('N', 'new')")
+            try bob.db.close()
+        }
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        #expect(bob.log.identity.state == .intact)
+        try bob.engine.sync()
+        try alice.engine.sync()
+        #expect(try bob.count("remindersLists") == 13)
+        let sql: SQL = "SELECT id || name FROM remindersLists ORDER BY id"
+        #expect(try bob.rows(sql) == alice.rows(sql))
+    }
+
+    @Test func aPurgedDatabasePushesItsQueuedDeletesAndInventsNothing() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'a'), ('B', 'b'), ('C', 'c')")
+        try alice.engine.sync()
+        do {
+            let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+            try bob.engine.sync()
+            // Offline: queued, never pushed.
+            try bob.db.execute("DELETE FROM remindersLists WHERE id = 'A'")
+            try bob.db.execute("UPDATE remindersLists SET name = 'bob' WHERE id = 'B'")
+            try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('D', 'only on bob')")
+            #expect(try bob.log.pendingCount(bob.db) == 3)
+            try bob.db.close()
+        }
+        try alice.db.execute("UPDATE remindersLists SET name = 'alice' WHERE id = 'C'")
+        try alice.engine.sync()
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        let report = try bob.engine.sync()
+        try alice.engine.sync()
+        // The delete survived the purge in the metadatabase and reached Alice; the update and the
+        // insert lived only in the purged file: B and C are as Alice has them, D never existed
+        // anywhere else, and no row was deleted for being missing from the purged file.
+        #expect(report.pushed == 1)
+        let sql: SQL = "SELECT id || ':' || name FROM remindersLists ORDER BY id"
+        #expect(try alice.rows(sql) == ["B:b", "C:alice"])
+        #expect(try bob.rows(sql) == alice.rows(sql))
+        #expect(try bob.log.pendingCount(bob.db) == 0)
     }
 
     // Regression: a recreated metadatabase recorded every row with the current clock, so a

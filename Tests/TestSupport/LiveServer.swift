@@ -21,9 +21,9 @@ public enum StorageBackend: String, CaseIterable, Sendable, CustomStringConverti
 /// // talk to server.baseURL
 /// ```
 ///
-/// `@unchecked Sendable`: `process`, `port` and `scheme` change only in `killAndRestart()` (and
-/// `ownDirectory` only in the initializer), which a
-/// test calls while no other thread uses the server; everything else is immutable or a thread-safe
+/// `@unchecked Sendable`: `process`, `port` and `scheme` change only in `killAndRestart()` and
+/// `startAgainOnSamePort()` (and `ownDirectory` only in the initializer), which a test calls while
+/// no other thread uses the server; everything else is immutable or a thread-safe
 /// pipe.
 public final class LiveServer: @unchecked Sendable {
     public let dataDirectory: URL
@@ -61,7 +61,7 @@ public final class LiveServer: @unchecked Sendable {
         logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         (process, scheme, port) = try Self.start(
-            storage: Self.storageOptions(dataDirectory, self.postgresURL), arguments: arguments, log: logFile)
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: 0, arguments: arguments, log: logFile)
     }
 
     /// `--data DIR` for SQLite; for PostgreSQL the URL goes in the environment, as an operator's
@@ -85,13 +85,13 @@ public final class LiveServer: @unchecked Sendable {
     public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
 
     private static func start(
-        storage: (arguments: [String], environment: [String: String]), arguments: [String], log: URL
+        storage: (arguments: [String], environment: [String: String]), port: UInt16, arguments: [String], log: URL
     ) throws
         -> (Process, String, UInt16)
     {
         let process = Process()
         process.executableURL = try builtProduct("ostore-server")
-        process.arguments = ["serve"] + storage.arguments + ["--port", "0"] + arguments
+        process.arguments = ["serve"] + storage.arguments + ["--port", String(port)] + arguments
         process.environment = storage.environment
         let output = Pipe()
         process.standardOutput = output
@@ -129,7 +129,16 @@ public final class LiveServer: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         (process, scheme, port) = try Self.start(
-            storage: Self.storageOptions(dataDirectory, self.postgresURL), arguments: arguments, log: logFile)
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: 0, arguments: arguments, log: logFile)
+    }
+
+    /// Starts again on the same storage and the same port after ``stop()``, as an operator
+    /// restarting the service would: clients that kept the address reach it again.
+    public func startAgainOnSamePort() throws {
+        precondition(!process.isRunning, "stop the server first")
+        (process, scheme, port) = try Self.start(
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: port, arguments: arguments,
+            log: logFile)
     }
 
     /// The server's resident memory in kB, from /proc (`VmRSS`).

@@ -69,4 +69,17 @@ int ref_delete_todos(ref_database *db, int64_t count, const char *const *ids);
 /// `out_count` receives the number of changes read, `out_checksum` a sum over what was copied.
 int ref_read_pending_todos(ref_database *db, int64_t batch, int64_t *out_count, int64_t *out_checksum);
 
+// The transport part of the sync benchmark's limit (HTTPTransfer.c).
+
+enum { REF_HTTP_SERVER_FAILED = -1, REF_HTTP_TRANSFER_FAILED = -2, REF_HTTP_NO_MEMORY = -3 };
+
+/// Moves the bytes of a sync over loopback HTTP with nothing else to do: starts a libmicrohttpd
+/// server in this process on 127.0.0.1 (an internal polling thread with epoll, as ostore-server's
+/// daemon), then POSTs `count` requests over one kept-alive libcurl connection, request i with a
+/// body of request_sizes[i] bytes, answered with response_sizes[i] bytes. The server counts and drops
+/// what it receives; the client counts what it gets. `out_nanoseconds`: from the first request to the
+/// last answer. Returns 0, or a REF_HTTP_* code (also when a byte count does not match).
+int ref_http_transfer(int64_t count, const int64_t *request_sizes, const int64_t *response_sizes,
+                      int64_t *out_nanoseconds);
+
 #endif

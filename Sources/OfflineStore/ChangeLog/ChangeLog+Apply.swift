@@ -32,64 +32,144 @@ extension ChangeLog {
     ///   change this store has for the row. An update writes each column whose clock is newer.
     /// - A change for a table or column this schema does not know, or an update of a row not
     ///   present yet, goes to the stash and is retried after every batch and every migration.
-    /// - Foreign keys are checked at commit (`defer_foreign_keys`). A child left pointing at a
-    ///   parent that was deleted is deleted too, as `ON DELETE CASCADE` would have; a child whose
-    ///   parent never arrived is moved to the stash until it does.
+    /// - Foreign keys are resolved at commit by the sync rules, not by SQLite's actions (keys are
+    ///   off while a batch applies, and `foreign_key_check` proves the result). A child left
+    ///   pointing at a parent that was deleted is deleted too, as `ON DELETE CASCADE` would have,
+    ///   by a new local delete that every site then applies; a child whose parent never arrived
+    ///   waits in the stash (with its own children, keeping its versions) until it does.
     /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
     ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
-    ///   reason; the rest of the batch still applies. Names from a change reach SQL only after
+    ///   reason; the rest of the batch still applies. Rejected changes are kept, in the same
+    ///   transaction, in the metadatabase (``refusedChanges(_:)``) and logged as warnings through
+    ///   the connection's ``LogHandler``. Names from a change reach SQL only after
     ///   they are found in the declared schema, and values are always bound.
     ///
     /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
     public func apply(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
         var outcome = try applyBatch(changes, to: db)
-        // A batch may bring what stashed changes waited for (a parent row, a row to update).
-        if try db.fetchValue(Bool.self, "SELECT count(*) > 0 FROM ostore_meta.ostore_stash") == true {
+        // A batch may bring what stashed changes waited for (a parent row, a row to update). One
+        // stashed change may wait for another (an update for the insert of a row that waits for
+        // its parent), so the stash is retried while it shrinks.
+        var waiting = try stashCount(db)
+        while waiting > 0 {
             let retried = try applyStash(db)
             outcome.applied += retried.applied
             outcome.superseded += retried.superseded
             outcome.rejected += retried.rejected
+            guard retried.stashed < waiting else { break }
+            waiting = retried.stashed
         }
-        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+        outcome.stashed = try stashCount(db)
         return outcome
+    }
+
+    private func stashCount(_ db: Database) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
     }
 
     private func applyBatch(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
         try db.withoutRecordingChanges { db in
-            try db.transaction(.immediate) { db in
-                try db.execute("PRAGMA defer_foreign_keys = ON")
-                var outcome = ApplyOutcome()
-                for (index, change) in changes.enumerated() {
-                    do {
-                        try db.savepoint { db in try applyOne(change, db: db, outcome: &outcome) }
-                    } catch {
-                        outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+            try withoutForeignKeyActions(db) { enforced in
+                try Self.wholeThenChangeByChange { savepointEach in
+                    try db.transaction(.immediate) { db in
+                        try applyInTransaction(changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
                     }
                 }
-                try resolveOrphans(db, outcome: &outcome)
-                return outcome
             }
         }
     }
 
-    private func applyOne(_ change: RemoteChange, db: Database, outcome: inout ApplyOutcome) throws {
+    /// Most batches apply whole, each change straight in the transaction. A change that fails may
+    /// have written part of itself, so then the transaction is rolled back and the batch applied
+    /// again with a savepoint around each change, which keeps the others and rejects that one.
+    /// (A savepoint per change cost about a tenth of applying it.)
+    private static func wholeThenChangeByChange<Result>(_ run: (_ savepointEach: Bool) throws -> Result) throws
+        -> Result
+    {
+        do {
+            return try run(false)
+        } catch is FailedChange {
+            return try run(true)
+        }
+    }
+
+    /// Thrown out of the transaction of a batch applied without savepoints, to roll it back.
+    private struct FailedChange: Error {}
+
+    /// The batch's work inside the caller's transaction, with the connection's foreign keys as
+    /// ``withoutForeignKeyActions(_:_:)`` left them.
+    private func applyInTransaction(
+        _ changes: [RemoteChange], _ db: Database, foreignKeysEnforced enforced: Bool, savepointEach: Bool
+    ) throws -> ApplyOutcome {
+        try db.execute("PRAGMA defer_foreign_keys = ON")
+        var outcome = ApplyOutcome()
+        let lookups = ApplyLookups()
+        for (index, change) in changes.enumerated() {
+            guard savepointEach else {
+                do {
+                    try applyOne(change, db: db, lookups: lookups, outcome: &outcome)
+                } catch {
+                    throw FailedChange()
+                }
+                continue
+            }
+            do {
+                try db.savepoint { db in try applyOne(change, db: db, lookups: lookups, outcome: &outcome) }
+            } catch {
+                // The savepoint's rollback may have taken back a table or site number it made:
+                // look them up again.
+                lookups.forgetNumbers()
+                outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+            }
+        }
+        try resolveOrphans(db, outcome: &outcome)
+        if !enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
+            throw ChangeLogError(
+                .invalidChange, table: try violation.decode(String.self, at: 0),
+                "a row is left without its parent after applying a batch; nothing of the batch was applied")
+        }
+        try recordRefused(outcome.rejected, db)
+        return outcome
+    }
+
+    /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
+    /// pragma): their actions (`ON DELETE CASCADE`) would otherwise delete or change rows without
+    /// a trace in the log, e.g. the tags of a reminder taken out while it waits for its list, which
+    /// then never come back. ``resolveOrphans(_:outcome:)`` does their work by the sync rules, and
+    /// `foreign_key_check` proves none is left. Inside a caller's transaction the pragma cannot
+    /// change; keys stay as they are. See <https://www.sqlite.org/foreignkeys.html#fk_enable>.
+    private func withoutForeignKeyActions<Result>(_ db: Database, _ body: (_ enforced: Bool) throws -> Result)
+        throws -> Result
+    {
+        let wereOn = try db.fetchValue(Bool.self, "PRAGMA foreign_keys") ?? false
+        guard wereOn, !db.isInsideTransaction else { return try body(wereOn) }
+        try db.execute("PRAGMA foreign_keys = OFF")
+        defer { try? db.execute("PRAGMA foreign_keys = ON") }
+        return try body(false)
+    }
+
+    private func applyOne(_ change: RemoteChange, db: Database, lookups: ApplyLookups, outcome: inout ApplyOutcome)
+        throws
+    {
         guard change.siteID.count == 16 else {
             throw ChangeLogError(
                 .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
         }
-        let names = [change.table] + Array(change.primaryKey.keys) + Array(change.columns.keys)
-        if let odd = names.first(where: { !Self.isPlainIdentifier($0) }) {
+        let isOdd = { (name: String) in !Self.isPlainIdentifier(name) }
+        if let odd = isOdd(change.table)
+            ? change.table : change.primaryKey.keys.first(where: isOdd) ?? change.columns.keys.first(where: isOdd)
+        {
             throw ChangeLogError(
                 .invalidChange, table: change.table,
                 "\(odd.debugDescription) is not a plain SQL identifier (letters, digits, underscores)")
         }
         try clock.receive(change.clock)
-        guard let table = schema.table(named: change.table), table.sync == .synced else {
+        guard let table = lookups.table(change.table, in: schema), table.sync == .synced else {
             try stash(change, reason: "table \(change.table) is not in schema \(schema.version?.description ?? "")", db)
             outcome.stashed += 1
             return
         }
-        let keyColumns = ChangeTracker.keyColumns(of: table)
+        let keyColumns = lookups.keyColumns(of: table)
         guard Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() }) else {
             throw ChangeLogError(
                 .invalidChange, table: table.name,
@@ -100,8 +180,9 @@ extension ChangeLog {
         }
         var known: [String: DatabaseValue] = [:]
         var unknown: [String: DatabaseValue] = [:]
+        let columnsByName = lookups.columns(of: table)
         for (name, value) in change.columns {
-            if let column = table.columns.first(where: { $0.name.lowercased() == name.lowercased() }) {
+            if let column = columnsByName[name] ?? columnsByName[name.lowercased()] {
                 try checkType(value, for: column, in: table)
                 known[column.name] = value
             } else {
@@ -117,14 +198,15 @@ extension ChangeLog {
                 reason: "columns \(unknown.keys.sorted()) are not in schema \(schema.version?.description ?? "")", db)
             outcome.stashed += 1
         }
-        let tableID = try trackedTableID(table.name, db)
+        let tableID = try lookups.tableID(table.name) { try trackedTableID(table.name, db) }
         let loggedKey = Self.loggedKey(keyValues)
-        let site = try siteNumber(change.siteID, db)
+        let site = try lookups.siteNumber(change.siteID) { try siteNumber(change.siteID, db) }
         let incoming = Version(clock: change.clock, siteID: change.siteID)
-        let rowExists = try existingRow(table.name, keyColumns, keyValues, db)
+        let rowExists =
+            try db.fetchOne(SQL(sql: lookups.keyedSQL("SELECT 1 FROM", table.name, keyColumns), arguments: keyValues))
+            != nil
 
-        let created = try version(tableID, loggedKey, "", db)
-        let deleted = try version(tableID, loggedKey, "-", db)
+        let (created, deleted) = try rowVersions(tableID, loggedKey, db)
         // A row is deleted while its newest tombstone is newer than its newest creation.
         let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
         switch change.operation {
@@ -134,7 +216,9 @@ extension ChangeLog {
                 outcome.superseded += 1
                 return
             }
-            if rowExists { try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, keyValues, set: [:])) }
+            if rowExists {
+                try db.execute(SQL(sql: lookups.keyedSQL("DELETE FROM", table.name, keyColumns), arguments: keyValues))
+            }
             try recordVersion(tableID, loggedKey, "-", change.clock, site, db)
             outcome.applied += 1
         case .insert, .update:
@@ -155,17 +239,15 @@ extension ChangeLog {
                 var values = known
                 for (key, value) in zip(keyColumns, keyValues) { values[key] = value }
                 let names = values.keys.sorted()
-                var sql = SQL(sql: "INSERT INTO main.\(quoteIdentifier(table.name)) (")
-                sql = sql + SQL(sql: names.map(quoteIdentifier).joined(separator: ", ") + ") VALUES (")
-                for (index, name) in names.enumerated() { sql = sql + (index == 0 ? "" : ", ") + "\(values[name]!)" }
-                try db.execute(sql + ")")
-                try recordVersion(tableID, loggedKey, "", change.clock, site, db)
+                try db.execute(
+                    SQL(sql: lookups.insertSQL(table.name, names), arguments: names.map { values[$0]! }))
+                // A row back from waiting for its parent keeps its entry as it was (a local one
+                // still to be pushed stays so).
+                if created != incoming { try recordVersion(tableID, loggedKey, "", change.clock, site, db) }
                 outcome.applied += 1
                 return
             }
-            if change.operation == .insert,
-                incoming > (try version(tableID, loggedKey, "", db) ?? .oldest)
-            {
+            if change.operation == .insert, incoming > (created ?? .oldest) {
                 try recordVersion(tableID, loggedKey, "", change.clock, site, db)
             }
             var winners: [String: DatabaseValue] = [:]
@@ -192,12 +274,11 @@ extension ChangeLog {
     /// Names from the wire are refused unless they are plain identifiers, even before they are
     /// looked up in the schema, so nothing odd is ever stashed or echoed in a message.
     static func isPlainIdentifier(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 128,
-            first == "_" || (first.isASCII && first.properties.isAlphabetic)
-        else { return false }
-        return name.unicodeScalars.allSatisfy {
-            $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
-        }
+        // ASCII only, so bytes are scalars; read as UTF-8 bytes, not through Unicode properties.
+        func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) || byte == 95 }
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= 128, isLetter(first) else { return false }
+        return bytes.allSatisfy { isLetter($0) || (48...57).contains($0) }
     }
 
     /// A clock and the site that issued it: the order last-writer-wins uses.
@@ -228,6 +309,35 @@ extension ChangeLog {
             siteID: try row.decode(Data?.self, at: 1) ?? identity.siteID)
     }
 
+    /// The row's creation and deletion versions (the `''` and `'-'` entries), in one statement: two
+    /// index lookups (`IN ('', '-')` would build a temporary table on every run).
+    private func rowVersions(_ tableID: Int, _ key: DatabaseValue, _ db: Database) throws -> (
+        created: Version?, deleted: Version?
+    ) {
+        var versions: (created: Version?, deleted: Version?) = (nil, nil)
+        let rows = try db.fetchCursor(
+            """
+            SELECT c.columnName, c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
+            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+            WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = ''
+            UNION ALL
+            SELECT c.columnName, c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
+            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+            WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = '-'
+            """)
+        while let row = try rows.next() {
+            let version = Version(
+                clock: HybridTimestamp(packed: try row.decode(at: 1)) ?? .zero,
+                siteID: try row.decode(Data?.self, at: 2) ?? identity.siteID)
+            if try row.decode(String.self, at: 0).isEmpty {
+                versions.created = version
+            } else {
+                versions.deleted = version
+            }
+        }
+        return versions
+    }
+
     private func recordVersion(
         _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
     ) throws {
@@ -252,12 +362,6 @@ extension ChangeLog {
     private func siteNumber(_ siteID: Data, _ db: Database) throws -> Int {
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_sites (siteID) VALUES (\(siteID))")
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_sites WHERE siteID = \(siteID)") ?? 0
-    }
-
-    private func existingRow(_ table: String, _ keys: [String], _ values: [DatabaseValue], _ db: Database) throws
-        -> Bool
-    {
-        try db.fetchOne(Self.rowSQL("SELECT 1 FROM", table, keys, values, set: [:])) != nil
     }
 
     /// `VERB main."table" [SET …] WHERE key = ? AND …`, names quoted (they come from the declared
@@ -303,8 +407,15 @@ extension ChangeLog {
     }
 
     /// Children left without their parent: deleted when the parent was deleted (the tombstone is
-    /// known), stashed until it arrives otherwise.
+    /// known), stashed until it arrives otherwise. Taking a row out orphans its own children, so
+    /// this goes round until a pass finds none.
     private func resolveOrphans(_ db: Database, outcome: inout ApplyOutcome) throws {
+        while try resolveOrphansOnce(db, outcome: &outcome) {}
+    }
+
+    /// One pass over every foreign key; whether it found an orphan.
+    private func resolveOrphansOnce(_ db: Database, outcome: inout ApplyOutcome) throws -> Bool {
+        var found = false
         for table in schema.tables where table.sync == .synced {
             let foreignKeys = table.foreignKeys + table.columns.compactMap(\.reference)
             let keyColumns = ChangeTracker.keyColumns(of: table)
@@ -323,6 +434,7 @@ extension ChangeLog {
                             + "FROM main.\(child) AS c WHERE \(notNull) AND NOT EXISTS "
                             + "(SELECT 1 FROM main.\(parent) AS p WHERE \(match))"))
                 guard !orphans.isEmpty, let parentTable = schema.table(named: foreignKey.parentTable) else { continue }
+                found = true
                 let parentID = try trackedTableID(parentTable.name, db)
                 let childID = try trackedTableID(table.name, db)
                 for orphan in orphans {
@@ -332,8 +444,12 @@ extension ChangeLog {
                     }
                     let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
                     try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
-                    if let deleted = try version(parentID, Self.loggedKey(parentKey), "-", db) {
-                        try recordVersion(childID, Self.loggedKey(childKey), "-", deleted.clock, 0, db)
+                    if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
+                        // A new local delete, newer than anything this store has seen: dated by
+                        // the parent's deletion, it could be older than the child's creation and
+                        // lose on other sites, which keep the child (moved meanwhile to a live
+                        // parent) while this one has dropped it for good.
+                        try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
                         outcome.applied += 1
                     } else if let row {
                         let values = try row.valuesByColumnName()
@@ -345,29 +461,124 @@ extension ChangeLog {
                                 operation: .insert, columns: values, clock: created.clock,
                                 siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
                             reason: "parent row in \(parentTable.name) not present yet", db)
-                        try db.execute(
-                            "DELETE FROM ostore_meta.ostore_changes WHERE tableID = \(childID) AND pk = \(Self.loggedKey(childKey))"
-                        )
+                        // The row's versions stay: it comes back as it was, and a change older
+                        // than one of its columns, arriving meanwhile, stays superseded.
                         outcome.stashed += 1
                     }
                 }
             }
         }
+        return found
     }
 
     /// Applies what the stash holds that this schema (or the rows now present) can take; what still
     /// cannot be applied goes back to the stash. Run after every migration.
     public func applyStash(_ db: Database) throws -> ApplyOutcome {
-        let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
-        guard !rows.isEmpty else { return ApplyOutcome() }
-        var changes: [RemoteChange] = []
-        for row in rows {
-            let json: String = try row.decode(at: 1)
-            changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+        // An empty stash (the common case, at every open) takes no write lock.
+        guard try db.fetchValue(Bool.self, "SELECT EXISTS (SELECT 1 FROM ostore_meta.ostore_stash)") == true else {
+            return ApplyOutcome()
         }
-        try db.execute("DELETE FROM ostore_meta.ostore_stash")
-        var outcome = try applyBatch(changes, to: db)
-        outcome.stashed = try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
-        return outcome
+        // Emptied and applied in one transaction: a retry that fails leaves the stash as it was.
+        // The transaction opens inside the scope where foreign key actions are off (SQLite honours
+        // that pragma only outside a transaction), so no cascade changes rows behind the log.
+        return try db.withoutRecordingChanges { db in
+            try withoutForeignKeyActions(db) { enforced in
+                try Self.wholeThenChangeByChange { savepointEach in
+                    try db.transaction(.immediate) { db in
+                        let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
+                        guard !rows.isEmpty else { return ApplyOutcome() }
+                        var changes: [RemoteChange] = []
+                        for row in rows {
+                            let json: String = try row.decode(at: 1)
+                            changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
+                        }
+                        try db.execute("DELETE FROM ostore_meta.ostore_stash")
+                        var outcome = try applyInTransaction(
+                            changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
+                        outcome.stashed = try stashCount(db)
+                        return outcome
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What applying one batch looks up again and again, kept for the batch: each table's definition,
+/// key columns and columns by lowercased name (from the schema), and the numbers the metadatabase
+/// gives tables and sites.
+private final class ApplyLookups {
+    private var tables: [String: TableDefinition?] = [:]
+    private var keyColumns: [String: [String]] = [:]
+    private var columns: [String: [String: Column]] = [:]
+    private var tableIDs: [String: Int] = [:]
+    private var siteNumbers: [Data: Int] = [:]
+    private var keyedTexts: [String: String] = [:]
+    private var insertTexts: [String: [[String]: String]] = [:]
+
+    func table(_ name: String, in schema: SchemaSnapshot) -> TableDefinition? {
+        if let known = tables[name] { return known }
+        let table = schema.table(named: name)
+        tables[name] = table
+        return table
+    }
+
+    func keyColumns(of table: TableDefinition) -> [String] {
+        if let known = keyColumns[table.name] { return known }
+        let columns = ChangeTracker.keyColumns(of: table)
+        keyColumns[table.name] = columns
+        return columns
+    }
+
+    /// The table's columns by lowercased name and by name as declared (look a name up as it is,
+    /// then lowercased). The first column of a name wins, as a search from the start would find it.
+    func columns(of table: TableDefinition) -> [String: Column] {
+        if let known = columns[table.name] { return known }
+        var byName: [String: Column] = [:]
+        for column in table.columns where byName[column.name.lowercased()] == nil {
+            byName[column.name.lowercased()] = column
+        }
+        for column in byName.values { byName[column.name] = column }
+        columns[table.name] = byName
+        return byName
+    }
+
+    func tableID(_ name: String, _ look: () throws -> Int) rethrows -> Int {
+        if let known = tableIDs[name] { return known }
+        let id = try look()
+        tableIDs[name] = id
+        return id
+    }
+
+    func siteNumber(_ siteID: Data, _ look: () throws -> Int) rethrows -> Int {
+        if let known = siteNumbers[siteID] { return known }
+        let number = try look()
+        siteNumbers[siteID] = number
+        return number
+    }
+
+    /// `VERB main."table" WHERE key = ? AND …` (see ``ChangeLog/rowSQL(_:_:_:_:set:)``), its text made once.
+    func keyedSQL(_ verb: String, _ table: String, _ keys: [String]) -> String {
+        let name = verb + " " + table
+        if let known = keyedTexts[name] { return known }
+        let text = ChangeLog.rowSQL(verb, table, keys, keys.map { _ in .null }, set: [:]).text
+        keyedTexts[name] = text
+        return text
+    }
+
+    /// `INSERT INTO main."table" ("a", "b", …) VALUES (?, ?, …)` for `names` in order, its text made once.
+    func insertSQL(_ table: String, _ names: [String]) -> String {
+        if let known = insertTexts[table]?[names] { return known }
+        let text =
+            "INSERT INTO main.\(quoteIdentifier(table)) (\(names.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+        insertTexts[table, default: [:]][names] = text
+        return text
+    }
+
+    /// After a savepoint's rollback: a number made inside it is gone from the metadatabase.
+    func forgetNumbers() {
+        tableIDs = [:]
+        siteNumbers = [:]
     }
 }

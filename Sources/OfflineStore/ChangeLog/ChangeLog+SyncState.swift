@@ -11,6 +11,9 @@ public struct SyncState: Sendable, Hashable {
     public var lastError: String?
     public var protocolVersion: Int?
     public var datasetSchemaVersion: String?
+    /// The highest `seq` this server acknowledged (0 before the first acknowledged push). A hello
+    /// that reports less means the server lost pushes (``ChangeLog/requeuePushes(after:endpoint:_:)``).
+    public var acknowledgedThrough: Int64 = 0
 
     public init(endpoint: String) { self.endpoint = endpoint }
 }
@@ -44,7 +47,7 @@ extension ChangeLog {
         var state = SyncState(endpoint: endpoint)
         if let row = try db.fetchOne(
             """
-            SELECT cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion
+            SELECT cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion, acknowledgedThrough
             FROM ostore_meta.ostore_sync WHERE endpoint = \(endpoint)
             """)
         {
@@ -53,20 +56,51 @@ extension ChangeLog {
             state.lastError = try row.decode(at: 2)
             state.protocolVersion = try row.decode(at: 3)
             state.datasetSchemaVersion = try row.decode(at: 4)
+            state.acknowledgedThrough = try row.decode(Int64?.self, at: 5) ?? 0
         }
         return state
     }
 
+    /// Saves `state`. `acknowledgedThrough` only grows here (another process syncing the same store
+    /// may have saved a higher one); ``requeuePushes(after:endpoint:_:)`` is what lowers it.
     public func save(_ state: SyncState, _ db: Database) throws {
         try db.execute(
             """
-            INSERT INTO ostore_meta.ostore_sync (endpoint, cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion)
+            INSERT INTO ostore_meta.ostore_sync (endpoint, cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion,
+                acknowledgedThrough)
             VALUES (\(state.endpoint), \(state.cursor), \(state.lastSyncAt), \(state.lastError), \(state.protocolVersion),
-                \(state.datasetSchemaVersion))
+                \(state.datasetSchemaVersion), \(state.acknowledgedThrough))
             ON CONFLICT (endpoint) DO UPDATE SET cursor = excluded.cursor, lastSyncAt = excluded.lastSyncAt,
                 lastError = excluded.lastError, protocolVersion = excluded.protocolVersion,
-                datasetSchemaVersion = excluded.datasetSchemaVersion
+                datasetSchemaVersion = excluded.datasetSchemaVersion,
+                acknowledgedThrough = max(ifnull(acknowledgedThrough, 0), excluded.acknowledgedThrough)
             """)
+    }
+
+    /// After a server lost pushes it had acknowledged (restored from a backup): every local change
+    /// after `sequence`, the highest `seq` the server still has, is queued again, and the endpoint's
+    /// acknowledged mark comes down to it. The log still holds each such change unless a newer
+    /// version from another site replaced it, and that version wins over it anyway. Returns how many
+    /// log entries are queued again.
+    @discardableResult
+    public func requeuePushes(after sequence: Int64, endpoint: String, _ db: Database) throws -> Int {
+        try db.transaction(.immediate) { db in
+            let pushed = try pushedSequence(db)
+            try db.execute(
+                """
+                UPDATE ostore_meta.ostore_store SET pushedSeq = min(pushedSeq, \(max(sequence, 0))) WHERE id = 1
+                """)
+            try db.execute(
+                """
+                UPDATE ostore_meta.ostore_sync SET acknowledgedThrough = \(max(sequence, 0)) WHERE endpoint = \(endpoint)
+                """)
+            return try db.fetchValue(
+                Int.self,
+                """
+                SELECT count(*) FROM ostore_meta.ostore_changes
+                WHERE site = 0 AND seq > \(max(sequence, 0)) AND seq <= \(pushed)
+                """) ?? 0
+        }
     }
 
     /// Keeps a change the server refused, with its reason.

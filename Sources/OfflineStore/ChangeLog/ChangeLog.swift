@@ -64,10 +64,15 @@ public struct ChangeLog: Sendable {
 
     private func pendingChanges(from entries: [Row], _ db: Database) throws -> [PendingChange] {
         var changes: [PendingChange] = []
+        // Per table name, its definition and key columns: normalising a definition to find its key
+        // cost more than reading the row.
+        var tables: [String: (table: TableDefinition, keyColumns: [String])?] = [:]
         for entry in entries {
             let tableName: String = try entry.decode(at: 1)
-            guard let table = schema.table(named: tableName) else { continue }
-            let keyColumns = ChangeTracker.keyColumns(of: table)
+            if tables[tableName] == nil {
+                tables[tableName] = .some(schema.table(named: tableName).map { ($0, ChangeTracker.keyColumns(of: $0)) })
+            }
+            guard let (table, keyColumns) = tables[tableName] ?? nil else { continue }
             let keyValues = try LoggedKey.values(try entry.decode(at: 2), columnCount: keyColumns.count)
             let primaryKey = Dictionary(uniqueKeysWithValues: zip(keyColumns, keyValues))
             let columnName: String = try entry.decode(at: 3)

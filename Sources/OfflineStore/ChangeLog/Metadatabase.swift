@@ -74,9 +74,12 @@ public enum Metadatabase {
 
 /// The metadatabase's own schema history.
 enum MetadatabasePlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [MetadatabaseV1.self, MetadatabaseV1_1.self]
+    static let schemas: [any VersionedSchema.Type] = [
+        MetadatabaseV1.self, MetadatabaseV1_1.self, MetadatabaseV1_2.self,
+    ]
     static let stages: [MigrationStage] = [
-        .lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self)
+        .lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self),
+        .lightweight(fromVersion: MetadatabaseV1_1.self, toVersion: MetadatabaseV1_2.self),
     ]
 }
 

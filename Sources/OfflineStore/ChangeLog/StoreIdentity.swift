@@ -17,8 +17,14 @@ public struct StoreIdentity: Sendable, Hashable {
         /// versions from other devices.
         case metadatabaseRecreated
         /// The metadatabase kept its identity but the user's database had none (purged and
-        /// recreated, or a new file): the database takes the metadatabase's identity; nothing in
-        /// the metadatabase is dropped.
+        /// recreated, or a new file): the database takes the metadatabase's identity. The rows the
+        /// metadatabase described are gone, so it forgets what it knew of their values, once, in
+        /// the same transaction: every sync cursor is cleared (the next sync of any engine, in this run or
+        /// a later one, downloads the dataset again) and the log keeps only deletions. Queued
+        /// deletes are still pushed; queued inserts and updates cannot be, since their values lived
+        /// only in the purged file, and the rows come back as other devices last saw them. Keeping
+        /// the versions of lost values would make this device refuse other devices' edits older
+        /// than them and diverge.
         case databaseRecreated
     }
 
@@ -56,6 +62,7 @@ public struct StoreIdentity: Sendable, Hashable {
             case (nil, let storeID?):
                 state = .databaseRecreated
                 try db.execute("INSERT INTO main.\(identifier: mainTableName) (id, storeID) VALUES (1, \(storeID))")
+                try forgetRowsOfPurgedDatabase(db)
             case (let mainID?, let metaID?) where mainID == metaID:
                 state = .intact
             case (let mainID?, let metaID?):
@@ -76,6 +83,29 @@ public struct StoreIdentity: Sendable, Hashable {
                 storeID: try record.decode(at: 0), siteID: try record.decode(at: 1), state: state,
                 lastClock: HybridTimestamp(packed: try record.decode(at: 2)) ?? .zero)
         }
+    }
+
+    /// See ``State/databaseRecreated``: what stays true without the rows is which rows were
+    /// deleted, by whom and when, so deletions stay as they are and nothing deleted comes back.
+    /// The other entries are made the oldest possible versions, as if this site had received them
+    /// at clock 0: any version from elsewhere wins over them, and they leave the push queue. They
+    /// are rewritten, not deleted, because a log entry's place in the queue is its rowid, one more
+    /// than the largest: deleting the newest entries would hand their places, already
+    /// acknowledged by the server, to the next local changes, which would then never be pushed.
+    private static func forgetRowsOfPurgedDatabase(_ db: Database) throws {
+        let meta = Metadatabase.schemaName
+        guard
+            let siteID = try db.fetchValue(
+                Data.self, "SELECT siteID FROM \(identifier: meta).ostore_store WHERE id = 1")
+        else { return }
+        try db.execute("INSERT OR IGNORE INTO \(identifier: meta).ostore_sites (siteID) VALUES (\(siteID))")
+        try db.execute(
+            """
+            UPDATE \(identifier: meta).ostore_changes
+            SET clock = 0, site = (SELECT id FROM \(identifier: meta).ostore_sites WHERE siteID = \(siteID))
+            WHERE columnName <> '-'
+            """)
+        try db.execute("UPDATE \(identifier: meta).ostore_sync SET cursor = NULL")
     }
 
     private static func insertMetaRecord(_ db: Database, storeID: String) throws {

@@ -72,9 +72,9 @@ public final class SyncDaemon {
                         : configuration.interval
                     nextSync = Date().addingTimeInterval(wait)
                 }
-                // The sync's own writes (applied changes, cursor) bump nothing for this
-                // connection, but read it again so they are never taken for a local commit.
-                lastDataVersion = dataVersion()
+                // `lastDataVersion` is deliberately not read again here: the sync's own writes
+                // never change this connection's data_version, and a commit another connection made
+                // while the sync ran (after its push had read the queue) must still be seen as one.
                 status.consecutiveFailures = failures
                 status.pendingChanges = (try? log.pendingCount(db)) ?? status.pendingChanges
                 status.nextSyncAt = nextSync

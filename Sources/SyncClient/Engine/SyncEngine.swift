@@ -40,12 +40,12 @@ public final class SyncEngine {
     let db: Database
     let log: ChangeLog
     let transport: any SyncTransport
+    let requests: SyncRequests
     public let configuration: Configuration
     let site: SiteID
     /// What this store announces; its schema is fixed for the engine's life, and the fingerprint
     /// hashes the whole schema text, so it is made once.
     let announcedSchema: SchemaDescription
-    private var checkedPurge = false
     /// Runs after each pulled page is applied, on the same connection: where an app keeps what it
     /// derives from synced columns in step (a derived column, a search index), also for changes
     /// made by older releases that do not know the derived column. Its writes are recorded and
@@ -57,6 +57,7 @@ public final class SyncEngine {
         self.log = log
         self.transport = transport
         self.configuration = configuration
+        requests = SyncRequests(transport: transport, configuration: configuration)
         site = SiteID(bytes: log.identity.siteID)!
         announcedSchema = SchemaDescription(log.schema)
     }
@@ -76,12 +77,6 @@ public final class SyncEngine {
     public func sync(progress: ((SyncProgress) -> Void)? = nil) throws(SyncError) -> SyncReport {
         var state = try state()
         do {
-            if !checkedPurge {
-                // The user's database was purged but the metadatabase kept: download everything
-                // again; the queued changes in the log stay and are pushed.
-                if log.identity.state == .databaseRecreated { state.cursor = nil }
-                checkedPurge = true
-            }
             var report = SyncReport()
             let hello = try negotiate()
             report.verdict = hello.verdict
@@ -90,8 +85,10 @@ public final class SyncEngine {
             state.protocolVersion = hello.protocolVersion
             state.datasetSchemaVersion = hello.datasetSchemaVersion?.description
             try check(hello)
-            try push(limits: hello.limits, report: &report)
+            try recoverLostPushes(hello, state: &state, report: &report)
+            try push(limits: hello.limits, state: &state, report: &report)
             try pull(state: &state, limits: hello.limits, report: &report, progress: progress)
+            report.stashed = try store { try log.stashedCount(db) }
             state.lastSyncAt = Date()
             state.lastError = nil
             try store { try log.save(state, db) }
@@ -106,7 +103,7 @@ public final class SyncEngine {
     // MARK: Steps
 
     private func negotiate() throws(SyncError) -> HelloResponse {
-        return try exchange("hello", HelloRequest(site: site, schema: announcedSchema))
+        return try requests.exchange("hello", HelloRequest(site: site, schema: announcedSchema))
     }
 
     /// Stops the sync unless the verdict lets it go on (the state keeps what the hello said).
@@ -125,52 +122,120 @@ public final class SyncEngine {
         }
     }
 
-    private func push(limits: Limits, report: inout SyncReport) throws(SyncError) {
-        let schemaVersion = announcedSchema.version
+    /// A server that acknowledged more of this site's changes than it now has (it was restored from
+    /// a backup, or lost its last commits in a power cut) has lost them, and numbers the changes it
+    /// stores next with serials this store's cursor has already passed: the lost changes are queued
+    /// again and the cursor dropped, so this sync pushes them again and downloads the dataset again.
+    private func recoverLostPushes(_ hello: HelloResponse, state: inout SyncState, report: inout SyncReport)
+        throws(SyncError)
+    {
+        guard let stored = hello.acknowledgedThrough, stored < state.acknowledgedThrough else { return }
+        let lost = state.acknowledgedThrough
+        report.requeued = try store { try log.requeuePushes(after: stored, endpoint: endpoint, db) }
+        state.acknowledgedThrough = stored
+        state.cursor = nil
+        report.redownloaded = true
+        try store { try log.save(state, db) }
+        warn(
+            "the server has lost changes it had acknowledged (restored from a backup?): pushing them again and "
+                + "downloading the dataset again",
+            ["acknowledgedThrough": "\(lost)", "serverHas": "\(stored)", "requeued": "\(report.requeued)"])
+    }
+
+    private func push(limits: Limits, state: inout SyncState, report: inout SyncReport) throws(SyncError) {
         let batchSize = max(1, min(configuration.pushBatchSize, limits.maxChangesPerPush))
-        while true {
-            let pending = try store { try log.pendingChanges(db, limit: batchSize) }
-            guard !pending.isEmpty else { return }
-            var changes = pending.map { Change($0, site: site) }
-            while !changes.isEmpty {
-                let batch = changes
-                let answer = Result { () throws(SyncError) -> PushResponse in
-                    try exchange(
-                        "push",
-                        PushRequest(
-                            protocolVersion: ProtocolVersion.current, schemaVersion: schemaVersion, site: site,
-                            changes: batch))
+        // The batch on its way to the server (sent and answered on another thread) while the next
+        // one is read from the log and encoded, so the store and the server work at the same time.
+        var inFlight: (answer: Prefetch<PushResponse>, changes: [Change])?
+        // Where the next read starts: after the batch in flight; nil, after the last acknowledged.
+        var readAfter: Int64?
+        do throws(SyncError) {
+            while true {
+                let next = try store { try log.pendingChanges(db, after: readAfter, limit: batchSize) }.map {
+                    Change($0, site: site)
                 }
-                switch answer {
-                case .success(let ack):
-                    try store { try log.markPushed(db, upTo: ack.acknowledgedThrough) }
-                    report.pushed += changes.count
-                    changes = []
-                case .failure(let error):
-                    // One change refused (a 400 naming it): push those before it, keep it with the
-                    // server's reason, go on with the rest.
-                    guard error.kind == .server, error.status == 400, let index = error.changeIndex,
-                        changes.indices.contains(index)
-                    else { throw error }
-                    if index > 0 {
-                        changes = Array(changes.prefix(index))
+                if let sent = inFlight {
+                    inFlight = nil
+                    let answer = Result { () throws(SyncError) -> PushResponse in try sent.answer.value() }
+                    guard try settle(sent.changes, answer: answer, state: &state, report: &report) else {
+                        // Part of the batch is still queued (a change refused, a partial
+                        // acknowledgement): read again from the log, as a sync without the
+                        // read-ahead would.
+                        readAfter = nil
                         continue
                     }
-                    let refused = changes[0]
-                    try store {
-                        try db.transaction(.immediate) { db in
-                            try log.recordRejected(
-                                RejectedChangeRecord(
-                                    rejectedAt: Date(), code: error.code?.rawValue ?? "?", reason: error.message,
-                                    change: String(decoding: try ProtocolJSON.encode(refused), as: UTF8.self)),
-                                db)
-                            try log.markPushed(db, upTo: refused.seq)
-                        }
-                    }
-                    report.rejected += 1
-                    // What followed it comes in the next round, read again from the log.
-                    changes = []
                 }
+                guard let last = next.last else { return }
+                inFlight = (try send(next), next)
+                readAfter = last.seq
+            }
+        } catch {
+            inFlight?.answer.abandon()
+            throw error
+        }
+    }
+
+    /// Encodes the push here, while the batch before is still with the server, and sends it on
+    /// another thread.
+    private func send(_ changes: [Change]) throws(SyncError) -> Prefetch<PushResponse> {
+        let requests = requests
+        let body = try SyncRequests.encode(
+            PushRequest(
+                protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
+                changes: changes),
+            "push")
+        return Prefetch { (isCancelled) throws(SyncError) -> PushResponse in
+            try requests.exchange("push", body: body, isCancelled: isCancelled)
+        }
+    }
+
+    /// Marks what the server acknowledged of `batch`; when it refused one change (a 400 naming
+    /// it), pushes those before it, keeps it with the server's reason, and leaves the rest for the
+    /// next read. Returns whether the whole batch is acknowledged.
+    private func settle(
+        _ batch: [Change], answer first: Result<PushResponse, SyncError>, state: inout SyncState,
+        report: inout SyncReport
+    ) throws(SyncError) -> Bool {
+        var changes = batch
+        var answer = first
+        while true {
+            switch answer {
+            case .success(let ack):
+                // The server's acknowledgement is kept with the queue's: a later hello that reports
+                // less tells that the server lost them (see recoverLostPushes).
+                state.acknowledgedThrough = max(state.acknowledgedThrough, ack.acknowledgedThrough)
+                try store {
+                    try db.transaction(.immediate) { [state] db in
+                        try log.markPushed(db, upTo: ack.acknowledgedThrough)
+                        try log.save(state, db)
+                    }
+                }
+                report.pushed += changes.count
+                return changes.count == batch.count && ack.acknowledgedThrough >= (batch.last?.seq ?? 0)
+            case .failure(let error):
+                guard error.kind == .server, error.status == 400, let index = error.changeIndex,
+                    changes.indices.contains(index)
+                else { throw error }
+                guard index == 0 else {
+                    changes = Array(changes.prefix(index))
+                    let prefix = changes
+                    answer = Result { () throws(SyncError) -> PushResponse in try send(prefix).value() }
+                    continue
+                }
+                let refused = changes[0]
+                try store {
+                    try db.transaction(.immediate) { db in
+                        try log.recordRejected(
+                            RejectedChangeRecord(
+                                rejectedAt: Date(), code: error.code?.rawValue ?? "?", reason: error.message,
+                                change: String(decoding: try ProtocolJSON.encode(refused), as: UTF8.self)),
+                            db)
+                        try log.markPushed(db, upTo: refused.seq)
+                    }
+                }
+                report.rejected += 1
+                // What followed it comes in the next round, read again from the log.
+                return false
             }
         }
     }
@@ -178,66 +243,70 @@ public final class SyncEngine {
     private func pull(
         state: inout SyncState, limits: Limits, report: inout SyncReport, progress: ((SyncProgress) -> Void)?
     ) throws(SyncError) {
-        var total: Int?
-        while true {
-            let page: PullResponse = try exchange(
-                "pull",
-                PullRequest(
-                    protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version,
-                    site: site, cursor: state.cursor,
-                    limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))))
-            if !page.changes.isEmpty {
-                let outcome = try store { try log.apply(page.changes.map(RemoteChange.init), to: db) }
-                report.stashed = outcome.stashed
-                if let afterApplyingChanges {
-                    try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
-                }
+        let requests = requests
+        let request = PullRequest(
+            protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
+            cursor: state.cursor, limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull)))
+        func fetch(after cursor: String?) -> Prefetch<PullResponse> {
+            var resumed = request
+            resumed.cursor = cursor
+            let asked = resumed
+            return Prefetch { (isCancelled) throws(SyncError) -> PullResponse in
+                try requests.exchange("pull", asked, read: PullPageReader.read, isCancelled: isCancelled)
             }
-            report.pulled += page.changes.count
-            // Saved only once the page is applied: a crash in between pulls the page again, and
-            // applying it again changes nothing.
-            state.cursor = page.cursor
-            try store { try log.save(state, db) }
+        }
+        var total: Int?
+        var next = fetch(after: state.cursor)
+        while true {
+            let page: PullResponse
+            switch Result(catching: { () throws(SyncError) -> PullResponse in try next.value() }) {
+            case .success(let answer):
+                page = answer
+            case .failure(let error):
+                // The server can no longer serve the cursor (restored from a backup, or another
+                // server at this address): drop it and download the dataset again, once per sync.
+                // Applying what this store already has changes nothing.
+                guard error.code == .invalidCursor, state.cursor != nil, !report.redownloaded else { throw error }
+                state.cursor = nil
+                report.redownloaded = true
+                try store { try log.save(state, db) }
+                warn("the server refused the pull cursor; downloading the dataset again", ["reason": error.message])
+                next = fetch(after: nil)
+                continue
+            }
+            // The next page is asked for (and read) on another thread while this one is applied, so
+            // the server, the network and the store work at the same time. Only the cursor of an
+            // applied page is saved, as before.
+            if page.hasMore { next = fetch(after: page.cursor) }
+            do throws(SyncError) {
+                if !page.changes.isEmpty {
+                    let outcome = try store { try log.apply(page.changes.map(RemoteChange.init), to: db) }
+                    report.refused += outcome.rejected.count
+                    if let afterApplyingChanges {
+                        try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
+                    }
+                }
+                report.pulled += page.changes.count
+                // Saved only once the page is applied: a crash in between pulls the page again, and
+                // applying it again changes nothing.
+                state.cursor = page.cursor
+                try store { try log.save(state, db) }
+            } catch {
+                if page.hasMore { next.abandon() }
+                throw error
+            }
             total = max(total ?? 0, report.pulled + Int(clamping: page.remaining))
             progress?(SyncProgress(applied: report.pulled, total: total ?? report.pulled))
             if !page.hasMore { return }
         }
     }
 
-    // MARK: Requests
+    // MARK: Store
 
-    /// Posts `message` to the dataset's `endpoint` and decodes the answer, retrying by the policy.
-    private func exchange<Answer: Decodable>(_ name: String, _ message: some Encodable) throws(SyncError) -> Answer {
-        let url = configuration.server.appendingPathComponent("v1/datasets/\(configuration.dataset)/\(name)")
-        let body: Data
-        do {
-            body = try ProtocolJSON.encode(message)
-        } catch {
-            throw SyncError(.store, "cannot encode the \(name) request: \(error)")
-        }
-        let headers = [("Authorization", "Bearer \(configuration.token)"), ("Content-Type", "application/json")]
-        var attempt = 1
-        while true {
-            let outcome = Result { () throws(SyncError) -> Answer in
-                let reply = try transport.post(url, headers: headers, body: body)
-                guard reply.status == 200 else { throw SyncError.answer(reply, url: url) }
-                do {
-                    return try JSONDecoder().decode(Answer.self, from: reply.body)
-                } catch {
-                    throw SyncError(.invalidAnswer, "the server's \(name) answer is not a \(Answer.self): \(error)")
-                }
-            }
-            switch outcome {
-            case .success(let answer):
-                return answer
-            case .failure(let error):
-                guard error.isRetryable else { throw error }
-                if let maximum = configuration.retry.maximumAttempts, attempt >= maximum { throw error }
-                configuration.retry.sleep(
-                    configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfterSeconds))
-                attempt += 1
-            }
-        }
+    /// A warning through the store's ``LogHandler``, when the app set one.
+    private func warn(_ message: String, _ metadata: [String: String]) {
+        guard let handler = db.configuration.logHandler, handler.minimumLevel <= .warning else { return }
+        handler.log(level: .warning, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
     }
 
     private func store<Output>(_ body: () throws -> Output) throws(SyncError) -> Output {

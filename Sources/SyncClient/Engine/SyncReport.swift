@@ -8,8 +8,19 @@ public struct SyncReport: Sendable, Hashable {
     public var rejected = 0
     /// Changes pulled and applied (or found already known).
     public var pulled = 0
-    /// Pulled changes waiting in the stash for a schema that knows their tables or columns.
+    /// Changes from other sites waiting in the stash when the sync ended, pulled by this sync or
+    /// an earlier one: for a schema that knows their tables or columns, or for their parent row
+    /// (``ChangeLog/stashedCount(_:)``).
     public var stashed = 0
+    /// Pulled changes this store refused to apply (a value of the wrong type for a STRICT column, a
+    /// name that is not an identifier…), kept with the reason in ``ChangeLog/refusedChanges(_:)``.
+    public var refused = 0
+    /// The server could no longer serve the pull cursor (`invalid_cursor`), or had lost changes it
+    /// had acknowledged, so the cursor was dropped and the dataset downloaded again in this sync.
+    public var redownloaded = false
+    /// Local changes queued again because the server had lost them after acknowledging them
+    /// (restored from a backup); this sync pushed them again.
+    public var requeued = 0
     public var verdict: Verdict?
     public var protocolVersion: Int?
     public var datasetSchemaVersion: SchemaVersion?

@@ -132,6 +132,14 @@ public final class HTTPClient: @unchecked Sendable {
             }
             throw TransportError(curlCode: code, errorText: easy.errorText, method: method, url: url)
         }
+        // libcurl reports success for a connection closed in the middle of the header block (the
+        // body is then read "until close", and there is none): a truncated answer, not an empty one.
+        guard collector.headersEnded else {
+            throw TransportError(
+                kind: .connectionLost, curlCode: nil,
+                message: "the connection closed before the end of the response's headers", method: method,
+                url: TransportError.redacted(url))
+        }
         return HTTPClientResponse(
             status: easy.info(.responseCode) ?? 0, headers: collector.headers, body: collector.body,
             newConnections: easy.info(.numberOfConnects) ?? 0)
@@ -232,6 +240,8 @@ private final class TransferCollector {
     var body = Data()
     var headers = HTTPClientHeaders()
     var exceededLimit = false
+    /// Whether the blank line ending the last header block arrived.
+    var headersEnded = false
 
     init(limit: Int) {
         self.limit = limit
@@ -268,6 +278,9 @@ private func collectHeader(
     let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
     if line.hasPrefix("HTTP/") {
         collector.headers = HTTPClientHeaders()
+        collector.headersEnded = false
+    } else if line.isEmpty {
+        collector.headersEnded = true
     } else if line.hasPrefix(" ") || line.hasPrefix("\t") {
         // An obsolete folded continuation of the previous field (RFC 9112, section 5.2).
         var fields = collector.headers.fields

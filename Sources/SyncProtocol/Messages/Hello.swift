@@ -31,11 +31,16 @@ public struct HelloResponse: Codable, Sendable, Hashable {
     public var serverTime: Int64
     /// A sentence for people: what the verdict means for this client.
     public var message: String
+    /// The highest `seq` of the hello's site the dataset has stored (its high-water mark, 0 before
+    /// the site's first push); nil from a server that does not say. A client that was acknowledged
+    /// more than this pushed changes the server has lost (it was restored from a backup) and pushes
+    /// them again (Protocol/README.md, section 9.1).
+    public var acknowledgedThrough: Int64?
 
     public init(
         protocolVersion: Int?, supportedProtocolVersions: [Int], verdict: Verdict,
         datasetSchemaVersion: SchemaVersion?, requiredMajorVersion: Int?, limits: Limits, serverTime: Int64,
-        message: String
+        message: String, acknowledgedThrough: Int64? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.supportedProtocolVersions = supportedProtocolVersions
@@ -45,6 +50,7 @@ public struct HelloResponse: Codable, Sendable, Hashable {
         self.limits = limits
         self.serverTime = serverTime
         self.message = message
+        self.acknowledgedThrough = acknowledgedThrough
     }
 }
 

@@ -2,18 +2,42 @@ import Foundation
 import SyncProtocol
 
 /// The pull cursor behind the opaque string clients hold: base64url of a small JSON object that
-/// names the dataset it belongs to and either a snapshot position or a log serial.
+/// names the dataset it belongs to, the dataset's incarnation when it was issued, and either a
+/// snapshot position or a log serial.
 struct PullCursor: Codable, Hashable {
     var dataset: String
     var snapshot: SnapshotPosition?
     var serial: Int64?
+    /// The dataset's incarnation (``DatasetState/incarnation``); absent in cursors issued before
+    /// incarnations existed, which match a dataset that has none.
+    var incarnation: String?
 
-    static func snapshot(_ position: SnapshotPosition, dataset: String) -> PullCursor {
-        PullCursor(dataset: dataset, snapshot: position, serial: nil)
+    static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?) -> PullCursor {
+        PullCursor(dataset: dataset, snapshot: position, serial: nil, incarnation: incarnation)
     }
 
-    static func log(_ serial: Int64, dataset: String) -> PullCursor {
-        PullCursor(dataset: dataset, snapshot: nil, serial: serial)
+    static func log(_ serial: Int64, dataset: String, incarnation: String?) -> PullCursor {
+        PullCursor(dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation)
+    }
+
+    /// The log serial this cursor has read up to: the log phase resumes after it.
+    var logSerial: Int64 { serial ?? snapshot?.startSerial ?? 0 }
+
+    /// Refuses a cursor the dataset as it is now cannot serve: one of another incarnation (the
+    /// storage was restored from a backup since), or one past the newest serial (the log lost its
+    /// newest changes, and the serials after it will be given to other changes).
+    func check(against state: DatasetState) throws(ErrorBody) {
+        guard incarnation == state.incarnation else {
+            throw ErrorBody(
+                .invalidCursor,
+                "the dataset was restored from a backup after this cursor was issued; pull again without a cursor")
+        }
+        guard logSerial <= state.lastSerial else {
+            throw ErrorBody(
+                .invalidCursor,
+                "the cursor is past the dataset's newest change (\(logSerial) > \(state.lastSerial)): the server lost "
+                    + "changes, for example restored from a backup; pull again without a cursor")
+        }
     }
 
     var encoded: String {
@@ -38,9 +62,10 @@ struct PullCursor: Codable, Hashable {
         self = cursor
     }
 
-    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?) {
+    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?) {
         self.dataset = dataset
         self.snapshot = snapshot
         self.serial = serial
+        self.incarnation = incarnation
     }
 }

@@ -149,7 +149,8 @@ public final class SyncService: Sendable {
         return HelloResponse(
             protocolVersion: outcome.protocolVersion, supportedProtocolVersions: ProtocolVersion.supported,
             verdict: outcome.verdict, datasetSchemaVersion: after, requiredMajorVersion: outcome.requiredMajorVersion,
-            limits: limits, serverTime: now(), message: message)
+            limits: limits, serverTime: now(), message: message,
+            acknowledgedThrough: try storage.datasetState(grant.dataset, site: hello.site).siteHighWater)
     }
 
     func push(_ push: PushRequest, dataset: String) throws -> PushResponse {
@@ -192,12 +193,15 @@ public final class SyncService: Sendable {
         }
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
         let cursor = try pull.cursor.map { text throws(ErrorBody) in try PullCursor(decoding: text, dataset: dataset) }
+        let state = try storage.datasetState(dataset, site: pull.site)
+        try cursor?.check(against: state)
         if let serial = cursor?.serial {
             let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
             metrics.recordPulled(page.entries.count)
             // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
+            let next = PullCursor.log(page.nextSerial, dataset: dataset, incarnation: state.incarnation)
             var body = #"{"changes":["# + page.entries.joined(separator: ",") + "],"
-            body += #""cursor":"\#(PullCursor.log(page.nextSerial, dataset: dataset).encoded)","#
+            body += #""cursor":"\#(next.encoded)","#
             body +=
                 #""hasMore":\#(page.hasMore),"phase":"log","remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
             return .json(Data(body.utf8))
@@ -206,8 +210,8 @@ public final class SyncService: Sendable {
         metrics.recordPulled(page.changes.count)
         let next =
             page.isLast
-            ? PullCursor.log(page.position.startSerial, dataset: dataset)
-            : PullCursor.snapshot(page.position, dataset: dataset)
+            ? PullCursor.log(page.position.startSerial, dataset: dataset, incarnation: state.incarnation)
+            : PullCursor.snapshot(page.position, dataset: dataset, incarnation: state.incarnation)
         // After the last snapshot page the log phase follows, so there is always more to ask.
         return try Self.json(
             PullResponse(

@@ -68,7 +68,11 @@ public final class SQLiteSyncStorage: SyncStorage {
                 if try db.fetchOne("SELECT 1 FROM server_datasets WHERE name = \(name)") != nil {
                     throw ServerError(.conflict, "dataset \(name) already exists")
                 }
-                try db.execute("INSERT INTO server_datasets (name, createdAt) VALUES (\(name), \(Date()))")
+                try db.execute(
+                    """
+                    INSERT INTO server_datasets (name, createdAt, incarnation)
+                    VALUES (\(name), \(Date()), \(try DatasetState.newIncarnation()))
+                    """)
             }
         }
     }
@@ -214,6 +218,45 @@ public final class SQLiteSyncStorage: SyncStorage {
                     return schema.version
                 }
                 return current
+            }
+        }
+    }
+
+    public func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
+        try serverWork("reading dataset \(dataset)") {
+            try pool.read { db in
+                guard
+                    let row = try db.fetchOne(
+                        "SELECT id, incarnation, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID: Int64 = try row.decode(at: 0)
+                let high = try db.fetchValue(
+                    Int64.self,
+                    "SELECT highSeq FROM server_sites WHERE datasetID = \(datasetID) AND site = \(site.bytes)")
+                return DatasetState(
+                    incarnation: try row.decode(at: 1), lastSerial: try row.decode(at: 2), siteHighWater: high ?? 0)
+            }
+        }
+    }
+
+    /// Gives every dataset (or those named) a new incarnation, so every pull cursor issued before is
+    /// refused and its device downloads the dataset again: what `ostore-server restore` does once a
+    /// backup is in place. Returns how many datasets were renewed.
+    @discardableResult
+    public func renewIncarnations(of names: Set<String>? = nil) throws(ServerError) -> Int {
+        try serverWork("renewing the datasets' incarnations") {
+            try pool.write { db in
+                var ids: [Int64] = []
+                for row in try db.fetchAll("SELECT id, name FROM server_datasets ORDER BY id") {
+                    let name: String = try row.decode(at: 1)
+                    if names?.contains(name) ?? true { ids.append(try row.decode(at: 0)) }
+                }
+                for id in ids {
+                    try db.execute(
+                        "UPDATE server_datasets SET incarnation = \(try DatasetState.newIncarnation()) WHERE id = \(id)"
+                    )
+                }
+                return ids.count
             }
         }
     }

@@ -3,8 +3,10 @@ import OfflineStore
 /// The embedded server's own tables, versioned and migrated by OfflineStore's ``Migrator`` like
 /// any app's schema (so a later release evolves them with a checksummed stage).
 enum ServerMigrationPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [ServerSchemaV1.self]
-    static let stages: [MigrationStage] = []
+    static let schemas: [any VersionedSchema.Type] = [ServerSchemaV1.self, ServerSchemaV1_1.self]
+    static let stages: [MigrationStage] = [
+        .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self)
+    ]
 }
 
 enum ServerSchemaV1: VersionedSchema {

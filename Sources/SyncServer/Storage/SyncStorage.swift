@@ -47,6 +47,37 @@ public protocol SyncStorage: Sendable {
     /// The next snapshot page after `position` (nil to start).
     func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
         -> SnapshotPage
+    /// What a hello and a pull check against, read in one transaction: the dataset's incarnation,
+    /// its newest serial, and `site`'s high-water mark (0 when the site never pushed). Throws
+    /// ``ServerError`` (kind `notFound`) when there is no such dataset.
+    func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState
+}
+
+/// A dataset as a hello and a pull see it (``SyncStorage/datasetState(_:site:)``).
+public struct DatasetState: Sendable, Hashable {
+    /// Made with the dataset and made again when its storage is restored from a backup (nil for a
+    /// dataset made before incarnations existed and not restored since). Pull cursors carry it.
+    public var incarnation: String?
+    /// The serial of the newest change in the log (0 for an empty log). Never below a serial this
+    /// storage has handed out in a ``LogPage/nextSerial`` or ``SnapshotPosition/startSerial``: a
+    /// cursor past it is refused as one issued before the storage was restored.
+    public var lastSerial: Int64
+    /// The highest `seq` of the site stored (0 when none is).
+    public var siteHighWater: Int64
+
+    public init(incarnation: String?, lastSerial: Int64, siteHighWater: Int64) {
+        self.incarnation = incarnation
+        self.lastSerial = lastSerial
+        self.siteHighWater = siteHighWater
+    }
+}
+
+extension DatasetState {
+    /// A new dataset's incarnation, and a restored one's: 16 random bytes in hexadecimal, the same
+    /// for every backend.
+    static func newIncarnation() throws(ServerError) -> String {
+        try Crypto.randomBytes(16).map { String(format: "%02x", $0) }.joined()
+    }
 }
 
 public struct DatasetSummary: Sendable, Hashable, Codable {

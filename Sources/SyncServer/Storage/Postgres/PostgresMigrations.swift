@@ -18,7 +18,8 @@ struct PostgresMigration: Sendable {
     var checksum: String { Crypto.sha256(Data(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
 
     static let all: [PostgresMigration] = [
-        PostgresMigration(version: 1, name: "server tables", sql: version1)
+        PostgresMigration(version: 1, name: "server tables", sql: version1),
+        PostgresMigration(version: 2, name: "dataset incarnations", sql: version2),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -89,8 +90,19 @@ struct PostgresMigration: Sendable {
         );
         """
 
-    /// Brings the database to the newest migration, or refuses it.
-    static func migrate(_ connection: PostgresConnection) throws {
+    /// Gives each dataset an incarnation (as the SQLite schema's version 1.1 does): a random id made
+    /// with the dataset and made again by `ostore-server restore --postgres` after a `pg_restore`,
+    /// which pull cursors carry, so a cursor issued before the restore is refused instead of
+    /// skipping the changes the restored database numbers again. Datasets made before have none
+    /// (NULL) until their first restore, so the cursors their devices hold stay valid across the
+    /// upgrade.
+    private static let version2 = """
+        ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS incarnation text;
+        """
+
+    /// Brings the database to the newest of `migrations` (this release's; tests give an earlier
+    /// release's), or refuses it.
+    static func migrate(_ connection: PostgresConnection, _ migrations: [PostgresMigration] = all) throws {
         try connection.transaction {
             // The key is this backend's: "ostore" in ASCII.
             try connection.executeScript("SELECT pg_advisory_xact_lock(111115116111114101)", name: "migration lock")
@@ -108,7 +120,7 @@ struct PostgresMigration: Sendable {
             for row in 0..<applied.rowCount {
                 let version = Int(try applied.int64(row: row, column: 0))
                 let checksum = try applied.string(row: row, column: 1)
-                guard let known = all.first(where: { $0.version == version }) else {
+                guard let known = migrations.first(where: { $0.version == version }) else {
                     throw ServerError(
                         .storage,
                         "the PostgreSQL database has server migration \(version), which this release of "
@@ -125,7 +137,7 @@ struct PostgresMigration: Sendable {
                 }
                 done.insert(version)
             }
-            for migration in all where !done.contains(migration.version) {
+            for migration in migrations where !done.contains(migration.version) {
                 try connection.executeScript(migration.sql, name: "migration \(migration.version)")
                 try connection.execute(
                     PostgresSyncStorage.Statements.recordMigration,

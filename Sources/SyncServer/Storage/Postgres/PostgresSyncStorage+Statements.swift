@@ -13,8 +13,10 @@ extension PostgresSyncStorage {
 
         static let createDataset = PostgresStatement(
             "createDataset",
-            "INSERT INTO server_datasets (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id",
-            [.text])
+            """
+            INSERT INTO server_datasets (name, incarnation) VALUES ($1, $2)
+            ON CONFLICT (name) DO NOTHING RETURNING id
+            """, [.text, .text])
         static let datasets = PostgresStatement(
             "datasets", "SELECT name, schema_version, last_serial FROM server_datasets ORDER BY name", [])
         static let datasetID = PostgresStatement(
@@ -35,6 +37,16 @@ extension PostgresSyncStorage {
             JOIN server_datasets AS d ON d.id = t.dataset_id ORDER BY d.name, t.created_at
             """, [])
 
+        /// Every dataset's new incarnation in one statement: `$1` names, `$2` incarnations.
+        static let renewIncarnations = PostgresStatement(
+            "renewIncarnations",
+            """
+            UPDATE server_datasets AS d SET incarnation = r.incarnation
+            FROM unnest($1::text[], $2::text[]) AS r (name, incarnation) WHERE d.name = r.name COLLATE "C"
+            """, [.textArray, .textArray])
+        static let datasetNamesForUpdate = PostgresStatement(
+            "datasetNamesForUpdate", "SELECT name FROM server_datasets ORDER BY id FOR NO KEY UPDATE", [])
+
         // MARK: Serving
 
         static let grant = PostgresStatement(
@@ -44,6 +56,16 @@ extension PostgresSyncStorage {
             JOIN server_datasets AS d ON d.id = t.dataset_id
             WHERE t.digest = $1 AND t.revoked_at IS NULL
             """, [.bytea])
+        /// One statement, so one snapshot: the incarnation, the newest serial (never below one a
+        /// page read earlier handed out, since `last_serial` only grows and every earlier read saw
+        /// only committed values) and the site's high-water mark agree.
+        static let datasetState = PostgresStatement(
+            "datasetState",
+            """
+            SELECT d.incarnation, d.last_serial, coalesce(s.high_seq, 0) FROM server_datasets AS d
+            LEFT JOIN server_sites AS s ON s.dataset_id = d.id AND s.site = $2
+            WHERE d.name = $1
+            """, [.text, .bytea])
         static let schemaVersion = PostgresStatement(
             "schemaVersion", "SELECT schema_version FROM server_datasets WHERE name = $1", [.text])
         /// The lock every writer of a dataset takes first: it orders pushes, so log serials commit

@@ -67,7 +67,9 @@ public final class PostgresSyncStorage: SyncStorage {
     public func createDataset(named name: String) throws(ServerError) {
         try DatasetName.check(name)
         try serverWork("creating dataset \(name)") { connection in
-            guard try connection.execute(Statements.createDataset, [.text(name)]).rowCount == 1 else {
+            let incarnation = try DatasetState.newIncarnation()
+            guard try connection.execute(Statements.createDataset, [.text(name), .text(incarnation)]).rowCount == 1
+            else {
                 throw ServerError(.conflict, "dataset \(name) already exists")
             }
         }
@@ -138,6 +140,17 @@ public final class PostgresSyncStorage: SyncStorage {
             return TokenGrant(
                 tokenID: try result.string(row: 0, column: 0), dataset: try result.string(row: 0, column: 1),
                 readOnly: try result.bool(row: 0, column: 2))
+        }
+    }
+
+    public func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
+        try serverWork("reading dataset \(dataset)") { connection in
+            let result = try connection.execute(Statements.datasetState, [.text(dataset), .bytea(site.bytes)])
+            guard result.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+            return DatasetState(
+                incarnation: try result.optionalString(row: 0, column: 0),
+                lastSerial: try result.int64(row: 0, column: 1),
+                siteHighWater: try result.int64(row: 0, column: 2))
         }
     }
 

@@ -1,0 +1,102 @@
+import Foundation
+import OfflineStore
+import SyncClient
+
+/// What one sync did in a `sync-client` child process.
+struct SyncClientReport: Codable {
+    var pushed: Int
+    var pulled: Int
+    /// Opening the store (attaching the metadatabase, the migrator's check, the triggers).
+    var openMilliseconds: Double
+    /// `SyncEngine.sync()`, from the hello to the saved cursor.
+    var syncMilliseconds: Double
+    /// Of that, the time spent inside requests (see ``MeteredTransport``); the engine works on the
+    /// store meanwhile, so this is not the time the client was idle.
+    var waitedMilliseconds: Double
+    /// CPU time (user + system, every thread) the client process used during the sync.
+    var cpuMilliseconds: Double
+    var exchanges: [MeteredTransport.Exchange]
+    /// The child's peak resident memory (`VmHWM`) over its whole life.
+    var peakBytes: Int
+}
+
+/// One sync of one store, as an app runs it, in a child process of this executable: the time of
+/// each part and the process's own peak memory, which the server's memory (another process) and
+/// the benchmark's own (the parent) cannot inflate.
+enum SyncClientRun {
+    /// The hidden `ostore-bench` subcommand the child runs: `sync-client STORE SERVER-URL DATASET`,
+    /// the token in the environment so it is not in the process list.
+    static let subcommand = "sync-client"
+    static let tokenVariable = "OSTORE_BENCH_TOKEN"
+    /// A command the child runs under, words split on spaces (a profiler); its figures are then
+    /// the profiler's, not the client's.
+    static let wrapperVariable = "OSTORE_BENCH_CLIENT_WRAPPER"
+
+    /// In the parent: runs one sync of the store at `path` with `server` in a child process.
+    static func measure(storeAt path: String, server: ServerProcess) throws -> SyncClientReport {
+        let process = Process()
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let arguments = [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset]
+        if let wrapper = ProcessInfo.processInfo.environment[wrapperVariable], !wrapper.isEmpty {
+            // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = wrapper.split(separator: " ").map(String.init) + [executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment[tokenVariable] = server.token
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchmarkFailure(description: "the sync client exited with status \(process.terminationStatus)")
+        }
+        return try JSONDecoder().decode(SyncClientReport.self, from: data)
+    }
+
+    /// In the child: opens the store, syncs it once, and prints the report as JSON on standard output.
+    static func runInChild(_ arguments: [String]) throws {
+        guard arguments.count == 3, let server = URL(string: arguments[1]),
+            let token = ProcessInfo.processInfo.environment[tokenVariable]
+        else {
+            throw BenchmarkFailure(
+                description: "usage: ostore-bench \(subcommand) STORE SERVER-URL DATASET, token in \(tokenVariable)")
+        }
+        let clock = ContinuousClock()
+        let openStart = clock.now
+        let db = try Database(path: arguments[0])
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: ChangeLogBenchPlan.self))
+        let openDuration = clock.now - openStart
+
+        let transport = MeteredTransport(try HTTPClient())
+        let engine = SyncEngine(
+            db: db, log: log, transport: transport,
+            configuration: .init(server: server, dataset: arguments[2], token: token))
+        let cpuStart = cpuMilliseconds()
+        let syncStart = clock.now
+        let report = try engine.sync()
+        let syncDuration = clock.now - syncStart
+        let cpu = cpuMilliseconds() - cpuStart
+        let peak = try ProcessMemory.status().peak
+        try db.close()
+
+        let result = SyncClientReport(
+            pushed: report.pushed, pulled: report.pulled, openMilliseconds: milliseconds(openDuration),
+            syncMilliseconds: milliseconds(syncDuration), waitedMilliseconds: transport.waitedMilliseconds,
+            cpuMilliseconds: cpu, exchanges: transport.recorded, peakBytes: peak)
+        print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
+    }
+
+    /// User plus system CPU time of this process so far (`getrusage`), in milliseconds.
+    private static func cpuMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return milliseconds(usage.ru_utime) + milliseconds(usage.ru_stime)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import OfflineStore
+import RemindersModel
+import SyncClient
+import TestSupport
+
+/// A device: a Reminders 2.0 store and its engine over libcurl (to a server or a ``FaultProxy``),
+/// with what its change log recorded as this site's own changes (the merge model's input).
+final class SyncPeer {
+    /// The synced tables compared across sites, each with the key expression its change log uses.
+    static let tables: [(name: String, key: String)] = [
+        ("remindersLists", "id"), ("reminders", "id"), ("tags", "id"),
+        ("reminderTags", "quote(reminderID) || ',' || quote(tagID)"),
+    ]
+
+    let name: String
+    let db: Database
+    let log: ChangeLog
+    let engine: SyncEngine
+    /// The same sync over libcurl's default timeouts, for syncs that must complete on a quiet
+    /// network however loaded the machine is.
+    let patientEngine: SyncEngine
+    let site: Data
+    /// The log's sequence number up to which this site's entries were read into the model.
+    private var capturedThrough: Int64 = 0
+
+    init(
+        name: String, path: String, server: URL, dataset: String, token: String,
+        transport: HTTPClient.Configuration = HTTPClient.Configuration(), batchSize: Int = 1_000, pageSize: Int = 1_000,
+        retry: RetryPolicy = SyncPeer.immediateRetries
+    ) throws {
+        self.name = name
+        db = try Database(path: path)
+        log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        site = log.identity.siteID
+        var configuration = SyncEngine.Configuration(server: server, dataset: dataset, token: token)
+        configuration.pushBatchSize = batchSize
+        configuration.pullPageSize = pageSize
+        configuration.retry = retry
+        engine = SyncEngine(
+            db: db, log: log, transport: try HTTPClient(configuration: transport), configuration: configuration)
+        configuration.retry.maximumAttempts = 10
+        patientEngine = SyncEngine(db: db, log: log, transport: try HTTPClient(), configuration: configuration)
+    }
+
+    /// Four attempts, no waiting between them.
+    static var immediateRetries: RetryPolicy {
+        var retry = RetryPolicy(maximumAttempts: 4)
+        retry.sleep = { _ in }
+        return retry
+    }
+
+    /// How many rows `table` holds.
+    func count(_ table: String) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT count(*) FROM main.\(identifier: table)") ?? -1
+    }
+
+    /// This site's own changes recorded since the last call (a local write, or a child removed
+    /// with its deleted parent while applying), each with the clock the log gave it and the values
+    /// it wrote.
+    func capture() throws -> [ModelEvent] {
+        let entries = try db.fetchAll(
+            """
+            SELECT c.seq, t.name, c.pk, c.columnName, c.clock FROM ostore_meta.ostore_changes AS c
+            JOIN ostore_meta.ostore_tables AS t ON t.id = c.tableID
+            WHERE c.site = 0 AND c.seq > \(capturedThrough) ORDER BY c.seq
+            """)
+        var events: [ModelEvent] = []
+        for entry in entries {
+            capturedThrough = max(capturedThrough, try entry.decode(at: 0))
+            let table: String = try entry.decode(at: 1)
+            let key: String = try entry.decode(at: 2)
+            let column: String = try entry.decode(at: 3)
+            let version = ModelVersion(clock: try entry.decode(at: 4), site: site)
+            guard column != "-" else {
+                events.append(ModelEvent(table: table, key: key, kind: .delete, values: [:], version: version))
+                continue
+            }
+            // Read right after the write that logged it, the row holds what the write wrote.
+            guard let row = try row(table, key) else {
+                throw ConvergenceFailure("\(name): \(table)[\(key)] has a log entry for \(column) but no row")
+            }
+            if column.isEmpty {
+                events.append(ModelEvent(table: table, key: key, kind: .insert, values: row, version: version))
+            } else {
+                events.append(
+                    ModelEvent(
+                        table: table, key: key, kind: .update, values: [column: row[column] ?? .null], version: version)
+                )
+            }
+        }
+        return events
+    }
+
+    func row(_ table: String, _ key: String) throws -> [String: DatabaseValue]? {
+        let expression = Self.tables.first { $0.name == table }!.key
+        return try db.fetchOne(
+            SQL(sql: "SELECT * FROM main.\(quoteIdentifier(table)) WHERE \(expression) = ") + "\(key)"
+        )?.valuesByColumnName()
+    }
+
+    /// Every synced table's rows, keyed like the change log keys them.
+    func contents() throws -> TableContents {
+        var contents = TableContents()
+        for (table, expression) in Self.tables {
+            var rows: [String: [String: DatabaseValue]] = [:]
+            for row in try db.fetchAll(
+                SQL(sql: "SELECT \(expression) AS ostore_key, * FROM main.\(quoteIdentifier(table))"))
+            {
+                var values = try row.valuesByColumnName()
+                guard case .text(let key) = values.removeValue(forKey: "ostore_key") else { continue }
+                rows[key] = values
+            }
+            contents[table] = rows
+        }
+        return contents
+    }
+}
+
+struct ConvergenceFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

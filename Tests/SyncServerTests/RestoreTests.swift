@@ -1,0 +1,87 @@
+import Foundation
+import SyncProtocol
+import SyncServer
+import Testing
+
+@Suite("Reference server: restored from a backup")
+struct RestoreTests {
+    // Regression: a restored server answered the cursors devices held from before the restore,
+    // skipping the changes it numbered again, and no device could learn which of its acknowledged
+    // pushes the server had lost.
+    @Test func ostoreServerRestoreRefusesEarlierCursorsAndEachHelloSaysWhatTheServerStillHas() throws {
+        let directory = try TemporaryDirectory()
+        let data = URL(fileURLWithPath: directory.path("data"))
+        let server = try LiveServer(dataDirectory: data)
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        #expect(try alice.hello().acknowledgedThrough == 0)
+        _ = try alice.push((1...3).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) })
+        #expect(try alice.hello().acknowledgedThrough == 3)
+        let beforeBackup = try bob.pullAll().cursor
+
+        let backup = directory.path("backup.sqlite")
+        let copy = try run(
+            "/usr/bin/sqlite3", [data.appendingPathComponent("server.sqlite").path, ".backup \(backup)"])
+        #expect(copy.status == 0, "\(String(decoding: copy.error, as: UTF8.self))")
+        _ = try alice.push((4...6).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) })
+        let afterBackup = try bob.pullAll(from: beforeBackup).cursor
+        #expect(server.stop() == 0)
+
+        let serverTool = try builtProduct("ostore-server").path
+        let notADatabase = directory.path("notes.txt")
+        try Data("not a database".utf8).write(to: URL(fileURLWithPath: notADatabase))
+        let refused = try run(serverTool, ["restore", notADatabase, "--data", data.path])
+        #expect(refused.status == 2)
+        #expect(String(decoding: refused.error, as: UTF8.self).contains("nothing was replaced"))
+        let restore = try run(serverTool, ["restore", backup, "--data", data.path])
+        #expect(restore.status == 0, "\(String(decoding: restore.error, as: UTF8.self))")
+        #expect(String(decoding: restore.output, as: UTF8.self).contains("1 dataset(s) have a new incarnation"))
+        try server.startAgainOnSamePort()
+
+        #expect(try alice.hello().acknowledgedThrough == 3)
+        for cursor in [beforeBackup, afterBackup] {
+            let body = try ProtocolJSON.encode(
+                PullRequest(protocolVersion: 1, schemaVersion: bob.schema.version, site: bob.site, cursor: cursor))
+            let answer = try server.request("POST", "/v1/datasets/family/pull", token: token, json: body)
+            #expect(answer.status == 400)
+            #expect(try JSONDecoder().decode(ErrorBody.self, from: answer.body).error.code == .invalidCursor)
+        }
+        // Downloading again works, and what the backup lacks can be pushed again.
+        #expect(try bob.pullAll().changes.count == 3)
+        #expect(
+            try alice.push((4...6).map { alice.change(.insert, "n\($0)", [:], seq: Int64($0)) })
+                .acknowledgedThrough == 6)
+    }
+
+    /// Handlers and storage in-process, for cursors the HTTP tests cannot easily forge.
+    private func pull(_ service: SyncService, token: String, cursor: String) throws -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        let body = try ProtocolJSON.encode(
+            PullRequest(
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
+                cursor: cursor))
+        return service.handle(
+            HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
+    }
+
+    @Test func cursorsOfTheReleaseBeforeIncarnationsStayValidUntilARestore() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        let service = SyncService(storage: storage)
+        // A dataset made by the release before incarnations, and a cursor that release issued.
+        #expect(
+            try run("/usr/bin/sqlite3", [storage.path, "UPDATE server_datasets SET incarnation = NULL"]).status == 0)
+        let old = Data(#"{"dataset":"family","serial":0}"#.utf8).base64EncodedString()
+        #expect(try pull(service, token: token, cursor: old).status.rawValue == 200)
+        // A serial past the log's end is one the server will give to other changes.
+        let ahead = Data(#"{"dataset":"family","serial":7}"#.utf8).base64EncodedString()
+        #expect(try pull(service, token: token, cursor: ahead).status.rawValue == 400)
+        try storage.renewIncarnations()
+        #expect(try pull(service, token: token, cursor: old).status.rawValue == 400)
+    }
+}
