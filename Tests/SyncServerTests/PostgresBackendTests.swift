@@ -176,6 +176,82 @@ struct PostgresBackendTests {
         }
     }
 
+    @Test func migrationTwoGivesNewDatasetsAnIncarnationAndLeavesTheEarlierReleasesWithout() throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        // A database of the release before incarnations, with a dataset that has a log.
+        try PostgresMigration.migrate(try PostgresConnection(url: url), PostgresMigration.all.filter { $0.version < 2 })
+        try PostgresCluster.shared().execute(
+            "INSERT INTO server_datasets (name, last_serial) VALUES ('old', 3)", in: url)
+
+        let storage = try PostgresSyncStorage(url: url, connections: 1)
+        let ledger = try PostgresConnection(url: url).execute(PostgresSyncStorage.Statements.appliedMigrations)
+        #expect(ledger.rowCount == 2)
+        #expect(try ledger.string(row: 1, column: 1) == PostgresMigration.all[1].checksum)
+        let site = try #require(SiteID(bytes: Data(repeating: 7, count: 16)))
+        // Its devices' cursors carry no incarnation and stay valid across the upgrade.
+        #expect(
+            try storage.datasetState("old", site: site)
+                == DatasetState(incarnation: nil, lastSerial: 3, siteHighWater: 0))
+        try storage.createDataset(named: "new")
+        let made = try #require(try storage.datasetState("new", site: site).incarnation)
+        #expect(made.count == 32 && made.allSatisfy(\.isHexDigit))
+
+        #expect(try storage.renewIncarnations(of: ["old"]) == 1)
+        let renewed = try storage.datasetState("old", site: site).incarnation
+        #expect(renewed != nil && renewed != made)
+        #expect(try storage.datasetState("new", site: site).incarnation == made)
+        #expect(try storage.renewIncarnations() == 2)
+        #expect(try storage.datasetState("new", site: site).incarnation != made)
+        #expect {
+            _ = try storage.datasetState("missing", site: site)
+        } throws: { error in
+            (error as? ServerError)?.kind == .notFound
+        }
+    }
+
+    /// docs/POSTGRES.md's backup and restore blocks run as written (the dump in the test's directory,
+    /// the URL in `OSTORE_POSTGRES_URL`), and its SQL for where `ostore-server` cannot run.
+    @Test func theDocumentedBackupAndRestoreRunAsWritten() throws {
+        let guide = "docs/POSTGRES.md"
+        let blocks = try DocumentedCode.codeBlocks(ofMarkdown: guide, language: "sh")
+        let backUp = try #require(blocks.first { $0.contains("pg_dump") })
+        let restore = try #require(blocks.first { $0.contains("pg_restore") })
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")), backend: .postgres)
+        let url = try #require(server.postgresURL)
+        func shell(_ block: String) throws {
+            let tools = try builtProduct("ostore-server").deletingLastPathComponent().path
+            let result = try run(
+                "/bin/bash",
+                [
+                    "-c",
+                    "set -e; export PATH=\"$0:$1:$PATH\"; "
+                        + block.replacingOccurrences(of: "/var/backups", with: directory.url.path),
+                    tools, try PostgresCluster.shared().binaries.path,
+                ], environment: ["OSTORE_POSTGRES_URL": url])
+            #expect(result.status == 0, "\(block): \(String(decoding: result.error, as: UTF8.self))")
+        }
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        _ = try alice.push((1...3).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) })
+        let site = alice.site
+        let made = try server.storage().datasetState("family", site: site).incarnation
+        try shell(backUp)
+        _ = try alice.push((4...6).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) })
+        #expect(server.stop() == 0)
+        try shell(restore)
+
+        let restored = try server.storage().datasetState("family", site: site)
+        #expect(restored.lastSerial == 3 && restored.siteHighWater == 3)
+        #expect(restored.incarnation != nil && restored.incarnation != made)
+        let text = try DocumentedCode.text(guide)
+        let start = try #require(text.range(of: "this SQL does the same:\n`"))
+        let end = try #require(text.range(of: "`", range: start.upperBound..<text.endIndex))
+        try PostgresCluster.shared().execute(String(text[start.upperBound..<end.lowerBound]), in: url)
+        let renewed = try #require(try server.storage().datasetState("family", site: site).incarnation)
+        #expect(renewed != restored.incarnation && renewed.count == 32 && renewed.allSatisfy(\.isHexDigit))
+    }
+
     @Test func bytesAndSixtyFourBitIntegersSurviveTheBinaryFormatExactly() throws {
         let connection = try PostgresConnection(url: try PostgresCluster.shared().createDatabase())
         let statement = PostgresStatement(

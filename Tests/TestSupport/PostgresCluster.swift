@@ -89,6 +89,32 @@ public final class PostgresCluster: @unchecked Sendable {
 
     public func url(database: String) -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
+    /// A backup of the database at `url` in `file`, as an operator makes one while servers run:
+    /// `pg_dump --format=custom` (one consistent snapshot).
+    /// See <https://www.postgresql.org/docs/15/app-pgdump.html>.
+    public func dump(_ url: String, to file: String) throws {
+        try Self.spawn([binaries.appendingPathComponent("pg_dump").path, "--format=custom", "--file", file, url])
+    }
+
+    /// Puts the backup in `file` back into the database at `url` as docs/POSTGRES.md tells an
+    /// operator to, with no server on it: `pg_restore --clean --if-exists --single-transaction`,
+    /// which drops what the database holds now and recreates it from the dump.
+    /// See <https://www.postgresql.org/docs/15/app-pgrestore.html>.
+    public func restore(_ file: String, into url: String) throws {
+        try Self.spawn([
+            binaries.appendingPathComponent("pg_restore").path, "--clean", "--if-exists", "--single-transaction",
+            "--dbname", url, file,
+        ])
+    }
+
+    /// Runs `sql` on the database at `url` with `psql`, stopping at the first error.
+    public func execute(_ sql: String, in url: String) throws {
+        try Self.spawn([
+            binaries.appendingPathComponent("psql").path, "--no-psqlrc", "--quiet", "--set", "ON_ERROR_STOP=1",
+            "--dbname", url, "--command", sql,
+        ])
+    }
+
     private func asPostgres(_ tool: String, _ arguments: [String]) throws {
         let path = binaries.appendingPathComponent(tool).path
         try Self.spawn(
