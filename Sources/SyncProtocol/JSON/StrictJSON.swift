@@ -28,6 +28,20 @@ public enum StrictJSON {
         }
     }
 
+    /// The byte a one-character escape stands for (10 for the `n` of `\n`…); nil for `u` and anything
+    /// else.
+    static func unescaped(_ escape: UInt8) -> UInt8? {
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape
+        case UInt8(ascii: "b"): 8
+        case UInt8(ascii: "f"): 12
+        case UInt8(ascii: "n"): 10
+        case UInt8(ascii: "r"): 13
+        case UInt8(ascii: "t"): 9
+        default: nil
+        }
+    }
+
     public static func validate(_ bytes: [UInt8], maximumDepth: Int) throws(Problem) {
         var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
         try scanner.document()
@@ -133,14 +147,9 @@ public enum StrictJSON {
                 case UInt8(ascii: "\\"):
                     guard let escape = peek() else { throw .syntax(offset: offset, expected: "an escape") }
                     offset += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): content.append(escape)
-                    case UInt8(ascii: "b"): content.append(8)
-                    case UInt8(ascii: "f"): content.append(12)
-                    case UInt8(ascii: "n"): content.append(10)
-                    case UInt8(ascii: "r"): content.append(13)
-                    case UInt8(ascii: "t"): content.append(9)
-                    case UInt8(ascii: "u"):
+                    switch (escape, StrictJSON.unescaped(escape)) {
+                    case (_, let plain?): content.append(plain)
+                    case (UInt8(ascii: "u"), nil):
                         let escapeStart = offset - 2
                         var scalar = try hex4()
                         if (0xD800...0xDBFF).contains(scalar) {

@@ -18,7 +18,7 @@ public enum ChangeValidation {
     public static func isPlainIdentifier(_ name: String, maximumLength: Int = Limits.standard.maxIdentifierLength)
         -> Bool
     {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first, bytes.count <= maximumLength, isLetterOrUnderscore(first) else { return false }
         return bytes.allSatisfy { isLetterOrUnderscore($0) || (48...57).contains($0) }
     }
@@ -29,6 +29,12 @@ public enum ChangeValidation {
 
     /// The first rule `change` breaks, or nil. `now` is the server's clock in milliseconds.
     public static func problem(in change: Change, batchSite: SiteID, limits: Limits, now: Int64) -> Problem? {
+        if isPlainlyValid(change, batchSite: batchSite, limits: limits, now: now) { return nil }
+        return firstProblem(in: change, batchSite: batchSite, limits: limits, now: now)
+    }
+
+    /// Every rule in order, for the message naming the first one broken.
+    static func firstProblem(in change: Change, batchSite: SiteID, limits: Limits, now: Int64) -> Problem? {
         let names = [change.table] + change.key.keys.sorted() + change.columns.keys.sorted()
         if let odd = names.first(where: { !isPlainIdentifier($0, maximumLength: limits.maxIdentifierLength) }) {
             return Problem(

@@ -58,7 +58,8 @@ public struct SiteID: Sendable, Hashable, Comparable, Codable, CustomStringConve
         try container.encode(description)
     }
 
-    private static func nibble(_ byte: UInt8) -> UInt8? {
+    /// A hexadecimal digit's value, either case.
+    static func nibble(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 48...57: byte - 48
         case 97...102: byte - 87

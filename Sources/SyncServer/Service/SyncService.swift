@@ -82,7 +82,7 @@ public final class SyncService: Sendable {
                 guard !grant.readOnly else {
                     throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
                 }
-                let push = try ProtocolJSON.decode(PushRequest.self, from: request.body, limits: limits)
+                let push = try ProtocolJSON.decodePush(from: request.body, limits: limits)
                 return try Self.json(try self.push(push, dataset: dataset))
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
@@ -213,10 +213,12 @@ public final class SyncService: Sendable {
             ? PullCursor.log(page.position.startSerial, dataset: dataset, incarnation: state.incarnation)
             : PullCursor.snapshot(page.position, dataset: dataset, incarnation: state.incarnation)
         // After the last snapshot page the log phase follows, so there is always more to ask.
-        return try Self.json(
+        var writer = CanonicalJSONWriter(capacity: 256 * page.changes.count + 256)
+        try writer.write(
             PullResponse(
                 changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
+        return .json(Data(writer.bytes))
     }
 
     static func json(_ message: some Encodable) throws -> HTTPResponse {

@@ -85,7 +85,7 @@ extension SQLiteSyncStorage {
     private func snapshotChanges(table: String, keyText: String, row: Row, datasetID: Int64, _ db: Database) throws
         -> [Change]
     {
-        let key = try JSONDecoder().decode([String: WireValue].self, from: Data(keyText.utf8))
+        let key = try ProtocolJSON.decodeValues(Data(keyText.utf8))
         func stamp(_ clock: Int64, _ site: Data) -> (ChangeClock, SiteID)? {
             guard let clock = ChangeClock(packed: clock), let site = SiteID(bytes: site) else { return nil }
             return (clock, site)

@@ -6,6 +6,12 @@ import SyncProtocol
 /// through OfflineStore's SQLite layer (one writer, concurrent readers). Only that layer is used;
 /// none of the client's change tracking or sync code.
 ///
+/// `synchronous = FULL`: a push is acknowledged only after the WAL holding it has been fsynced,
+/// so an acknowledged change survives a power loss or an OS crash, not only a crash of the
+/// server process (`NORMAL` in WAL mode may lose the last commits on power loss, and a client
+/// never pushes a change again once it is acknowledged). Concurrent pushes share commits
+/// (``GroupCommit``), so they share the fsync.
+///
 /// ```swift
 /// let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: "/var/lib/ostore"))
 /// ```
@@ -15,6 +21,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     public static let fileName = "server.sqlite"
 
     let pool: DatabasePool
+    /// Where pushes are written: see ``GroupCommit``.
+    let commits: GroupCommit
     public let path: String
 
     public init(directory: URL) throws(ServerError) {
@@ -30,7 +38,10 @@ public final class SQLiteSyncStorage: SyncStorage {
             let setup = try Database(path: path)
             try Migrator(plan: ServerMigrationPlan.self).migrate(setup)
             try setup.close()
-            pool = try DatabasePool(path: path)
+            var configuration = Configuration()
+            configuration.synchronous = .full
+            pool = try DatabasePool(path: path, configuration: configuration)
+            commits = GroupCommit(pool: pool)
         } catch {
             throw ServerError(
                 .storage, "cannot open the server database \(path): \(error)",

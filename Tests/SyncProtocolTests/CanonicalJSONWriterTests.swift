@@ -1,0 +1,120 @@
+import Foundation
+import SyncProtocol
+import Testing
+
+/// The server stores each pushed change as ``CanonicalJSONWriter`` writes it and pulls send those
+/// bytes verbatim, so they must be exactly what `ProtocolJSON.encode` (Foundation's encoder)
+/// writes: checked over every change of the vectors and over random changes built to hit each
+/// escape, number form and key order.
+@Suite("Canonical JSON writer")
+struct CanonicalJSONWriterTests {
+    @Test func everyChangeOfTheVectorsIsWrittenAsTheEncoderWritesIt() throws {
+        var changes: [Change] = []
+        for name in ProtocolFiles.messageVectorFileNames {
+            let data = try ProtocolFiles.data("vectors/\(name)")
+            if name.hasPrefix("push-request.") {
+                changes += try ProtocolJSON.decode(PushRequest.self, from: data, limits: .standard).changes
+            } else if name.hasPrefix("pull-response.") {
+                changes += try ProtocolJSON.decode(PullResponse.self, from: data, limits: .standard).changes
+            }
+        }
+        #expect(changes.count >= 5)
+        for change in changes { try expectSameBytes(change) }
+    }
+
+    @Test func randomChangesAreWrittenAsTheEncoderWritesThem() throws {
+        var random = SplitMix64(seed: 0xca11)
+        for _ in 0..<3_000 { try expectSameBytes(RandomChanges.change(&random)) }
+    }
+
+    @Test func pullPagesAreWrittenAsTheEncoderWritesThem() throws {
+        var random = SplitMix64(seed: 0x9a6e)
+        var pages: [PullResponse] = []
+        for name in ProtocolFiles.messageVectorFileNames where name.hasPrefix("pull-response.") {
+            pages.append(
+                try ProtocolJSON.decode(
+                    PullResponse.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard))
+        }
+        #expect(pages.count >= 2)
+        for _ in 0..<200 {
+            pages.append(
+                PullResponse(
+                    changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) },
+                    cursor: RandomChanges.text(&random), hasMore: random.next() % 2 == 0,
+                    phase: random.next() % 2 == 0 ? .snapshot : .log,
+                    remaining: Int64(bitPattern: random.next()) >> (random.next() % 64)))
+        }
+        for page in pages {
+            var writer = CanonicalJSONWriter()
+            try writer.write(page)
+            #expect(writer.text == String(decoding: try ProtocolJSON.encode(page), as: UTF8.self))
+        }
+    }
+
+    @Test func notANumberIsRefusedAsTheEncoderRefusesIt() {
+        var writer = CanonicalJSONWriter()
+        #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }
+        #expect(throws: EncodingError.self) { try ProtocolJSON.encode(WireValue.real(.nan)) }
+    }
+
+    private func expectSameBytes(_ change: Change) throws {
+        let expected = String(decoding: try ProtocolJSON.encode(change), as: UTF8.self)
+        #expect(try change.canonicalJSON() == expected)
+        #expect(try change.canonicalKeyJSON() == String(decoding: try ProtocolJSON.encode(change.key), as: UTF8.self))
+    }
+}
+
+/// Random changes for the writer and reader tests: names that sort differently by bytes, by case
+/// and by number; text with control characters, quotes, backslashes, slashes and astral scalars;
+/// integers and doubles across their range (subnormals, negative zero, infinities, exponents).
+enum RandomChanges {
+    static let names = ["id", "ID", "a10", "a9", "_x", "Z", "title", "é", "a\"b", "tab\t", "x/y", "zz"]
+    /// Names a client writes without escapes.
+    static let plainNames = names.filter { !$0.contains("\"") && !$0.contains("\t") }
+
+    static func change(_ random: inout SplitMix64, names: [String] = names) -> Change {
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        var key: [String: WireValue] = [:]
+        for _ in 0..<(1 + Int(random.next() % 2)) { key[pick(names)] = value(&random) }
+        var columns: [String: WireValue] = [:]
+        for _ in 0..<Int(random.next() % 6) { columns[pick(names)] = value(&random) }
+        return Change(
+            table: pick(["items", "reminders", text(&random)]), key: key, op: pick(Change.Operation.allCases),
+            columns: columns,
+            clock: ChangeClock(
+                milliseconds: Int64(random.next() % UInt64(ChangeClock.maximumMilliseconds + 1)),
+                counter: Int64(random.next() % UInt64(ChangeClock.maximumCounter + 1)))!,
+            site: SiteID(bytes: Data((0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }))!,
+            seq: Int64(bitPattern: random.next()) >> (random.next() % 64))
+    }
+
+    static func value(_ random: inout SplitMix64) -> WireValue {
+        switch random.next() % 8 {
+        case 0: return .null
+        case 1: return .integer(Int64(bitPattern: random.next()) >> (random.next() % 64))
+        case 2:
+            let real = Double(bitPattern: random.next())
+            return .real(real.isNaN ? 0.5 : real)
+        case 3:
+            let edges: [Double] = [
+                0, -0.0, 1, -1, 100, 0.1, 1e-5, 1e16, 1e20, 123.456, .infinity, -.infinity,
+                .leastNonzeroMagnitude, .greatestFiniteMagnitude, Double(Int64(random.next() % 1_000_000)),
+            ]
+            return .real(edges[Int(random.next() % UInt64(edges.count))])
+        case 4: return .blob(Data((0..<Int(random.next() % 40)).map { _ in UInt8(truncatingIfNeeded: random.next()) }))
+        default: return .text(text(&random))
+        }
+    }
+
+    static func text(_ random: inout SplitMix64) -> String {
+        let ranges: [ClosedRange<UInt32>] = [
+            0...0x1F, 0x20...0x7F, 0x20...0x7F, 0x80...0x7FF, 0x3000...0x9FFF, 0x1F300...0x1FAFF,
+        ]
+        var text = ""
+        for _ in 0..<Int(random.next() % 24) {
+            let range = ranges[Int(random.next() % UInt64(ranges.count))]
+            text.unicodeScalars.append(Unicode.Scalar(range.lowerBound + UInt32(random.next() % UInt64(range.count)))!)
+        }
+        return text
+    }
+}
