@@ -9,10 +9,10 @@ extension PostgresSyncStorage {
     public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
         -> Int64
     {
-        // Encoded before the lock is taken: the log keeps each change's canonical JSON.
-        let encoder = ProtocolJSON.makeEncoder()
-        let bodies = try changes.map { change in String(decoding: try encoder.encode(change), as: UTF8.self) }
-        let keys = try changes.map { change in String(decoding: try encoder.encode(change.key), as: UTF8.self) }
+        // Encoded before the lock is taken: the log keeps each change's canonical JSON, written as
+        // the SQLite backend writes it.
+        let bodies = try changes.map { change in try change.canonicalJSON() }
+        let keys = try changes.map { change in try change.canonicalKeyJSON() }
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
                 let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
