@@ -91,7 +91,7 @@ extension PostgresSyncStorage {
         key: RowMerge.RowKey, created: ChangeVersion?, deleted: ChangeVersion?,
         cells: [(String, WireValue, ChangeVersion)]
     ) throws -> [Change] {
-        let keyValues = try JSONDecoder().decode([String: WireValue].self, from: Data(key.key.utf8))
+        let keyValues = try ProtocolJSON.decodeValues(Data(key.key.utf8))
         func stamp(_ version: ChangeVersion) -> (ChangeClock, SiteID)? {
             guard let clock = ChangeClock(packed: version.clock), let site = SiteID(bytes: version.site) else {
                 return nil
