@@ -36,6 +36,11 @@ let package = Package(
             name: "CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // libpq from Debian's libpq-dev: the PostgreSQL storage backend of the reference server.
+        .systemLibrary(
+            name: "CLibPQ",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "OfflineStore",
             dependencies: ["CSQLite"]
@@ -48,10 +53,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         // The reference server: HTTP, storage behind a protocol, the request handlers. It uses
-        // OfflineStore's SQLite layer for its embedded storage, none of the client's sync code.
+        // OfflineStore's SQLite layer for its embedded storage and libpq for PostgreSQL, none of the
+        // client's sync code.
         .target(
             name: "SyncServer",
-            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib"]
+            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ"]
         ),
         // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
         .target(
@@ -73,6 +79,8 @@ let package = Package(
             name: "ostore-bench",
             dependencies: [
                 "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
+                // The throwaway PostgreSQL cluster of `server --backend postgres`, shared with the tests.
+                "TestSupport",
             ]
         ),
         // The sample app's schema history, a library so tests and the benchmark can use it.

@@ -31,3 +31,17 @@ public struct ServerError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { fix.map { "\(message); \($0)" } ?? message }
 }
+
+extension ServerError {
+    /// Runs `body`; a ``ServerError`` it throws passes through, any other error becomes a storage
+    /// failure of `what` (the storages' wrapper for work that raises no protocol refusals).
+    static func narrowing<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
+        do {
+            return try body()
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(.storage, "\(what) failed: \(error)")
+        }
+    }
+}

@@ -1,9 +1,28 @@
 import Foundation
 import SyncServer
 
+/// Where the benchmark's servers keep their datasets: a data directory (SQLite) or a database
+/// (PostgreSQL) that several servers may share.
+enum BenchStorage {
+    case sqlite(URL)
+    case postgres(String)
+
+    /// Makes the benchmark's dataset and a token for it, with the same storage calls
+    /// `ostore-server dataset create` and `token create` make; the token.
+    func makeDataset() throws -> String {
+        let storage: any SyncStorage
+        switch self {
+        case .sqlite(let directory): storage = try SQLiteSyncStorage(directory: directory)
+        case .postgres(let url): storage = try PostgresSyncStorage(url: url, connections: 1)
+        }
+        try storage.createDataset(named: ServerProcess.dataset)
+        return try storage.createToken(dataset: ServerProcess.dataset, readOnly: false).secret
+    }
+}
+
 /// An `ostore-server serve` process the server benchmark talks to: the executable built next to
-/// `ostore-bench` (or `--server PATH`), on 127.0.0.1 and a free port, over a data directory the
-/// benchmark made (with a dataset and a token) before starting it. Its request log goes to a file.
+/// `ostore-bench` (or `--server PATH`), on 127.0.0.1 and a free port, over storage the benchmark
+/// prepared (a dataset and a token) before starting it. Its request log goes to a file.
 final class ServerProcess {
     let process: Process
     let port: UInt16
@@ -24,14 +43,17 @@ final class ServerProcess {
         return server
     }
 
-    /// `prepare` runs on the storage (dataset and token made) before the server starts: where a
-    /// benchmark fills the dataset without going through HTTP. A data directory already in place
-    /// (copied there by the caller) keeps its dataset; a token is added.
-    init(
+    /// A SQLite server over `directory/data`. `prepare` runs on the storage (dataset and token
+    /// made) before the server starts: where a benchmark fills the dataset without going through
+    /// HTTP. A data directory already in place (copied there by the caller) keeps its dataset; a
+    /// token is added.
+    convenience init(
         executable: URL, directory: URL, threads: Int, prepare: (SQLiteSyncStorage) throws -> Void = { _ in }
     ) throws {
         let data = directory.appendingPathComponent("data")
-        // The same storage calls `ostore-server dataset create` and `token create` make.
+        let token: String
+        // The same storage calls `ostore-server dataset create` and `token create` make; closed
+        // before the server opens the directory.
         do {
             let storage = try SQLiteSyncStorage(directory: data)
             if try !storage.datasets().contains(where: { $0.name == Self.dataset }) {
@@ -40,13 +62,27 @@ final class ServerProcess {
             token = try storage.createToken(dataset: Self.dataset, readOnly: false).secret
             try prepare(storage)
         }
+        try self.init(
+            executable: executable, directory: directory, storage: .sqlite(data), token: token, threads: threads)
+    }
 
+    /// A server on `storage`, whose dataset `token` grants; its log is `directory/name.log`.
+    init(executable: URL, directory: URL, name: String = "server", storage: BenchStorage, token: String, threads: Int)
+        throws
+    {
+        self.token = token
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["serve", "--data", data.path, "--port", "0", "--threads", String(threads)]
+        process.arguments = ["serve", "--port", "0", "--threads", String(threads)]
+        switch storage {
+        case .sqlite(let data): process.arguments! += ["--data", data.path]
+        case .postgres(let url):
+            // In the environment, as an operator's password should be.
+            process.environment = ProcessInfo.processInfo.environment.merging(["OSTORE_POSTGRES_URL": url]) { $1 }
+        }
         let output = Pipe()
         process.standardOutput = output
-        let log = directory.appendingPathComponent("server.log")
+        let log = directory.appendingPathComponent("\(name).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         // A file, not a pipe: a pipe nobody reads would fill and block the server.
         process.standardError = try FileHandle(forWritingTo: log)

@@ -50,25 +50,28 @@ struct Phase: Encodable {
 /// One client count of `ostore-bench server`.
 struct ServerResult: Encodable {
     let backend: String
+    /// Server processes sharing the storage.
+    let servers: Int
     let clients: Int
     let batch: Int
     let pushed: Int
     let push: Phase
     let pulled: Int
     let pull: Phase
-    /// The server's `VmHWM` at the end of the run (after both phases).
+    /// The largest `VmHWM` of the servers at the end of the run (after both phases).
     let serverPeakBytes: Int
     /// Whether the push target was met; nil for client counts the target does not name.
     let met: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case backend, clients, batch, pushed, push, pulled, pull, target, met
+        case backend, servers, clients, batch, pushed, push, pulled, pull, target, met
         case serverPeakBytes = "server_peak_rss_bytes"
     }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(backend, forKey: .backend)
+        try container.encode(servers, forKey: .servers)
         try container.encode(clients, forKey: .clients)
         try container.encode(batch, forKey: .batch)
         try container.encode(pushed, forKey: .pushed)
@@ -91,14 +94,15 @@ struct ServerResult: Encodable {
 
     static func table(_ results: [ServerResult]) -> String {
         let header = [
-            "clients", "pushed", "push/s", "push p50", "push p99", "srv CPU", "pulled", "pull/s", "pull p50",
+            "servers", "clients", "pushed", "push/s", "push p50", "push p99", "srv CPU", "pulled", "pull/s", "pull p50",
             "pull p99", "srv CPU", "srv peak RSS", "target",
         ]
         func ms(_ value: Double) -> String { String(format: value < 100 ? "%.1f ms" : "%.0f ms", value) }
         func rate(_ value: Double) -> String { String(Int(value.rounded())) }
         let body = results.map { result in
             [
-                String(result.clients), String(result.pushed), rate(result.push.changesPerSecond),
+                String(result.servers), String(result.clients), String(result.pushed),
+                rate(result.push.changesPerSecond),
                 ms(result.push.p50Milliseconds), ms(result.push.p99Milliseconds),
                 String(format: "%.1f s", result.push.serverCPUSeconds), String(result.pulled),
                 rate(result.pull.changesPerSecond), ms(result.pull.p50Milliseconds), ms(result.pull.p99Milliseconds),

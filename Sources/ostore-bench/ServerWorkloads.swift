@@ -2,11 +2,14 @@ import Foundation
 import SyncClient
 import SyncProtocol
 import Synchronization
+import TestSupport
 
 /// What `ostore-bench server` is asked to do.
 struct ServerBenchOptions {
-    /// Only `sqlite` today (the embedded storage); `postgres` comes with that backend.
+    /// `sqlite` (the embedded storage) or `postgres` (a throwaway cluster the benchmark starts).
     var backend = "sqlite"
+    /// Server processes sharing the storage, clients spread over them round-robin (PostgreSQL).
+    var servers = [1]
     /// Changes pushed per configuration, split evenly among its clients.
     var changes = 100_000
     var clients = [1, 4, 16]
@@ -21,8 +24,9 @@ struct ServerBenchOptions {
     var json = false
 }
 
-/// `ostore-bench server`: a real `ostore-server` process, and for each client count a fresh data
-/// directory and server, then
+/// `ostore-bench server`: real `ostore-server` processes, and for each server and client count
+/// fresh storage (a data directory, or a database on a throwaway PostgreSQL cluster) and servers,
+/// then
 ///
 /// 1. **push**: each client (a thread with its own `HTTPClient`, so its own kept-alive
 ///    connection, and its own site id) says hello, then pushes its share of the changes in batches;
@@ -41,43 +45,70 @@ struct ServerWorkloads {
     static let pushTarget = 50_000.0
     static let targetClients = 4
 
+    /// PostgreSQL as it would serve: durable (fsync, full-page writes) but, like the SQLite
+    /// backend's WAL at `synchronous = NORMAL`, not waiting for a flush at each commit.
+    static let postgresSettings = [
+        "synchronous_commit": "off", "shared_buffers": "256MB", "max_connections": "200",
+    ]
+
     func run() throws -> [ServerResult] {
-        guard options.backend == "sqlite" else {
-            throw BenchmarkFailure(description: "backend \(options.backend) is not available yet; use --backend sqlite")
+        guard ["sqlite", "postgres"].contains(options.backend) else {
+            throw BenchmarkFailure(description: "no backend \(options.backend); use --backend sqlite or postgres")
+        }
+        guard options.backend == "postgres" || options.servers == [1] else {
+            throw BenchmarkFailure(description: "several servers share a PostgreSQL database; use --backend postgres")
         }
         let executable = try ServerProcess.executable(options.server)
-        return try options.clients.map { clients in try run(clients: clients, executable: executable) }
+        let cluster = options.backend == "postgres" ? try PostgresCluster(settings: Self.postgresSettings) : nil
+        return try options.servers.flatMap { servers in
+            try options.clients.map { clients in
+                try run(servers: servers, clients: clients, executable: executable, cluster: cluster)
+            }
+        }
     }
 
-    private func run(clients: Int, executable: URL) throws -> ServerResult {
+    private func run(servers serverCount: Int, clients: Int, executable: URL, cluster: PostgresCluster?) throws
+        -> ServerResult
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ostore-bench-server-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try ServerProcess(executable: executable, directory: directory, threads: options.serverThreads)
-        defer { server.stop() }
+        let storage =
+            try cluster.map { BenchStorage.postgres(try $0.createDatabase()) }
+            ?? .sqlite(directory.appendingPathComponent("data"))
+        let token = try storage.makeDataset()
+        let servers = try (0..<serverCount).map { index in
+            try ServerProcess(
+                executable: executable, directory: directory, name: "server\(index)", storage: storage, token: token,
+                threads: options.serverThreads)
+        }
+        defer { for server in servers { server.stop() } }
 
         let peers = try (0..<clients).map { index in
             try BenchPeer(
-                server: server, changes: options.changes / clients + (index < options.changes % clients ? 1 : 0),
-                batch: options.batch)
+                server: servers[index % serverCount],
+                changes: options.changes / clients + (index < options.changes % clients ? 1 : 0), batch: options.batch)
         }
         for peer in peers { try peer.hello() }
 
-        let pushCPU = server.cpuSeconds()
+        // The servers' CPU time; PostgreSQL's own is not counted.
+        func serverCPU() -> Double { servers.map { $0.cpuSeconds() }.reduce(0, +) }
+        let pushCPU = serverCPU()
         let push = try runConcurrently(peers) { peer in try peer.pushAll() }
-        let pullCPU = server.cpuSeconds()
+        let pullCPU = serverCPU()
         let pull = try runConcurrently(peers) { peer in try peer.pullAll(limit: options.pullLimit) }
-        let endCPU = server.cpuSeconds()
-        let peak = server.peakResidentBytes()
-        server.stop()
+        let endCPU = serverCPU()
+        let peak = servers.map { $0.peakResidentBytes() }.max() ?? 0
+        for server in servers { server.stop() }
 
         for (peer, pulled) in zip(peers, pull.counts) where pulled != options.changes {
             throw BenchmarkFailure(
                 description: "site \(peer.site) pulled \(pulled) changes; the dataset holds \(options.changes) rows")
         }
         return ServerResult(
-            backend: options.backend, clients: clients, batch: options.batch, pushed: push.counts.reduce(0, +),
+            backend: options.backend, servers: serverCount, clients: clients, batch: options.batch,
+            pushed: push.counts.reduce(0, +),
             push: Phase(push, serverCPUSeconds: pullCPU - pushCPU), pulled: pull.counts.reduce(0, +),
             pull: Phase(pull, serverCPUSeconds: endCPU - pullCPU), serverPeakBytes: peak,
             met: clients == Self.targetClients

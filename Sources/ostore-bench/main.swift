@@ -6,7 +6,7 @@ import Foundation
 
 let usage = """
     usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
-           ostore-bench server [--backend sqlite] [--changes N] [--clients 1,4,16] [--batch N]
+           ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
            ostore-bench sync [--changes N] [--first-sync-rows N] [--seed-cache DIR] [--server-threads N]
                              [--server PATH] [--json]
@@ -17,8 +17,11 @@ let usage = """
       changelog  inserts, one-column updates and deletes with the change log tracking them, against the
                  same statements untracked in C; the metadatabase's size after the inserts; the time and
                  peak memory of reading 5 x --rows pending changes, in a child process
-      server     an ostore-server process (the one built next to ostore-bench: `swift build -c release`
-                 first) on a fresh data directory per client count; each client a thread with its own
+      server     ostore-server processes (the one built next to ostore-bench: `swift build -c release`
+                 first) on fresh storage per server and client count: a data directory (--backend sqlite),
+                 or a database on a throwaway PostgreSQL cluster (--backend postgres; initdb and pg_ctl of
+                 the Debian postgresql package, run as the postgres user when root), shared by --servers
+                 processes (default 1; clients spread over them round-robin); each client a thread with its own
                  HTTPClient and site pushes its share of --changes (default 100000) in batches of --batch
                  (default 1000), then every client pulls everything from a fresh cursor in pages of
                  --pull-limit (default 1000); reports changes/s, p50/p99 request latency, the server's CPU
@@ -126,6 +129,13 @@ if group == "server" {
         let number = Int(value).flatMap { $0 > 0 ? $0 : nil }
         switch (flag, number) {
         case ("--backend", _): server.backend = value
+        case ("--servers", _):
+            let counts = value.split(separator: ",").map { Int($0) }
+            guard !counts.isEmpty, counts.allSatisfy({ ($0 ?? 0) > 0 }) else {
+                FileHandle.standardError.write(Data("ostore-bench server: --servers takes counts like 1,2\n".utf8))
+                exit(2)
+            }
+            server.servers = counts.map { $0! }
         case ("--server", _): server.server = value
         case ("--changes", let number?): server.changes = number
         case ("--batch", let number?): server.batch = number

@@ -5,9 +5,9 @@ import SyncServer
 /// `ostore-server dataset create NAME` and `ostore-server dataset list`.
 enum DatasetCommand: Command {
     static let name = "dataset"
-    static let synopsis = "create NAME | list [--data DIR]"
+    static let synopsis = "create NAME | list [--data DIR | --postgres URL]"
     static let summary = "Create a dataset (the unit clients sync and tokens grant), or list them."
-    static let options = [DataDirectory.option]
+    static let options = StorageLocation.options
     static let details = """
         A dataset name is 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a
         letter or digit. The server may be running meanwhile.
@@ -18,7 +18,7 @@ enum DatasetCommand: Command {
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         switch (arguments.positionals.first, arguments.positionals.count) {
         case ("create", 2):
-            guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+            guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
                 try storage.createDataset(named: arguments.positionals[1])
                 Console.output("created dataset \(arguments.positionals[1])")
@@ -28,7 +28,7 @@ enum DatasetCommand: Command {
                 return error.kind == .conflict ? .findings : .failure
             }
         case ("list", 1):
-            guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+            guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
                 for dataset in try storage.datasets() {
                     Console.output(

@@ -2,13 +2,17 @@ import CommandLineTool
 import Foundation
 import SyncServer
 
-/// `ostore-server restore BACKUP`: puts a backup of `server.sqlite` in place and gives every
-/// dataset a new incarnation, so devices notice the restore instead of silently missing changes.
+/// `ostore-server restore BACKUP --data DIR`: puts a backup of `server.sqlite` in place and gives
+/// every dataset a new incarnation, so devices notice the restore instead of silently missing
+/// changes. `ostore-server restore --postgres URL`: the same renewal on a PostgreSQL database the
+/// operator has just restored with `pg_restore`.
 enum RestoreCommand: Command {
     static let name = "restore"
-    static let synopsis = "BACKUP [--data DIR]"
-    static let summary = "Restore server.sqlite from a backup; devices then download again and re-push what it lacks."
-    static let options = [DataDirectory.option]
+    static let synopsis = "BACKUP [--data DIR] | --postgres URL"
+    static let summary =
+        "Restore server.sqlite from a backup, or mark a restored PostgreSQL database as restored; devices then "
+        + "download again and re-push what it lacks."
+    static let options = StorageLocation.options
     static let details = """
         Stop the server first. BACKUP is a copy of server.sqlite (`sqlite3 server.sqlite ".backup FILE"`);
         it is copied, checked, and put in place of the data directory's server.sqlite, whose -wal and
@@ -17,26 +21,49 @@ enum RestoreCommand: Command {
         on its next sync, and each device's hello learns how far the restored server has its pushes and
         pushes again what the backup lacks. The backup file itself is left unchanged.
 
+        With --postgres URL (or OSTORE_POSTGRES_URL) and no BACKUP, it gives every dataset of the
+        PostgreSQL database a new incarnation: run it after `pg_restore` has put a dump back and
+        before any server serves the database again (docs/POSTGRES.md).
+
         exit status: 0 restored, 2 usage error, unreadable backup or storage error (nothing replaced)
         """
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
-        guard arguments.positionals.count == 1 else {
-            Console.error("usage: ostore-server restore \(synopsis)")
-            return .failure
-        }
-        guard let directory = DataDirectory.path(arguments, command: name) else { return .failure }
-        let backup = arguments.positionals[0]
-        do {
-            let storage = try SQLiteSyncStorage.restore(
-                from: URL(fileURLWithPath: backup), into: URL(fileURLWithPath: directory))
-            Console.output(
-                "restored \(storage.path) from \(backup); \(try storage.datasets().count) dataset(s) have a new "
-                    + "incarnation: devices download them again and push again what the backup lacks")
-            return .success
-        } catch {
-            Console.error("ostore-server restore: \(error)")
-            return .failure
+        guard let location = StorageLocation(arguments, command: name) else { return .failure }
+        switch location {
+        case .sqlite(let directory):
+            guard arguments.positionals.count == 1 else {
+                Console.error("usage: ostore-server restore \(synopsis)")
+                return .failure
+            }
+            let backup = arguments.positionals[0]
+            do {
+                let storage = try SQLiteSyncStorage.restore(from: URL(fileURLWithPath: backup), into: directory)
+                Console.output(
+                    "restored \(storage.path) from \(backup); \(try storage.datasets().count) dataset(s) have a new "
+                        + "incarnation: devices download them again and push again what the backup lacks")
+                return .success
+            } catch {
+                Console.error("ostore-server restore: \(error)")
+                return .failure
+            }
+        case .postgres(let url):
+            guard arguments.positionals.isEmpty else {
+                Console.error(
+                    "ostore-server restore: with --postgres, restore the dump with pg_restore first, then run "
+                        + "`ostore-server restore --postgres URL` without a BACKUP")
+                return .failure
+            }
+            do {
+                let renewed = try PostgresSyncStorage(url: url, connections: 1).renewIncarnations()
+                Console.output(
+                    "\(renewed) dataset(s) have a new incarnation in the PostgreSQL database: devices download them "
+                        + "again and push again what the restored database lacks")
+                return .success
+            } catch {
+                Console.error("ostore-server restore: \(error)")
+                return .failure
+            }
         }
     }
 }

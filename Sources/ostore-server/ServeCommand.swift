@@ -4,30 +4,37 @@ import Foundation
 import SyncProtocol
 import SyncServer
 
-/// `ostore-server serve --data DIR --port N`: the reference server on embedded SQLite.
+/// `ostore-server serve --data DIR --port N`: the reference server on embedded SQLite, or with
+/// `--postgres URL` on PostgreSQL, where several servers may share one database.
 enum ServeCommand: Command {
     static let name = "serve"
     static let synopsis =
-        "[--data DIR] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N]"
-    static let summary = "Serve the sync protocol over HTTP (or HTTPS) from the data directory's datasets."
-    static let options = [
-        DataDirectory.option,
-        CommandOption(name: "--host", valueName: "ADDRESS", help: "the address to listen on (default 127.0.0.1)"),
-        CommandOption(name: "--port", valueName: "N", help: "the TCP port (default 8080; 0 picks a free one)"),
-        CommandOption(name: "--tls-cert", valueName: "FILE", help: "serve HTTPS with this PEM certificate (chain)"),
-        CommandOption(name: "--tls-key", valueName: "FILE", help: "the certificate's unencrypted PEM private key"),
-        CommandOption(name: "--threads", valueName: "N", help: "worker threads (default 4)"),
-        CommandOption(name: "--max-body-bytes", valueName: "N", help: "largest request body (default 8388608)"),
-    ]
+        "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N]"
+    static let summary =
+        "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
+    static let options =
+        StorageLocation.options + [
+            CommandOption(name: "--host", valueName: "ADDRESS", help: "the address to listen on (default 127.0.0.1)"),
+            CommandOption(name: "--port", valueName: "N", help: "the TCP port (default 8080; 0 picks a free one)"),
+            CommandOption(name: "--tls-cert", valueName: "FILE", help: "serve HTTPS with this PEM certificate (chain)"),
+            CommandOption(name: "--tls-key", valueName: "FILE", help: "the certificate's unencrypted PEM private key"),
+            CommandOption(name: "--threads", valueName: "N", help: "worker threads (default 4)"),
+            CommandOption(name: "--max-body-bytes", valueName: "N", help: "largest request body (default 8388608)"),
+        ]
     static let details = """
         On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
         TLS), which scripts and tests wait for. Each request is logged as one JSON line on standard
         error (method, path, status, duration, sizes; never a token). SIGTERM or SIGINT stops
         accepting connections, lets requests in flight finish (up to 10 s) and exits 0.
 
-        It keeps each dataset's newest serial in server.sqlite-served when it starts and stops; a
-        dataset whose log is shorter at the next start (a backup copied back by hand) gets a new
-        incarnation, so devices download it again (see `ostore-server restore`).
+        With --postgres URL (or OSTORE_POSTGRES_URL) the datasets live in PostgreSQL: any number of
+        servers on any machines may serve them at once. A request that loses the database is
+        answered 503 with Retry-After, storing nothing; the server reconnects when it is back.
+
+        With --data it keeps each dataset's newest serial in server.sqlite-served when it starts and
+        stops; a dataset whose log is shorter at the next start (a backup copied back by hand) gets a
+        new incarnation, so devices download it again (see `ostore-server restore`). A PostgreSQL
+        database restored with pg_restore needs `ostore-server restore --postgres URL` instead.
 
         exit status: 0 stopped by a signal, 2 usage error or the server could not start
         """
@@ -52,9 +59,16 @@ enum ServeCommand: Command {
             Console.error("ostore-server serve: give both --tls-cert and --tls-key, or neither")
             return .failure
         }
-        guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+        // A connection per worker thread, so no request waits for one.
+        guard let storage = StorageLocation.open(arguments, command: name, connections: threads) else {
+            return .failure
+        }
+        // Only a data directory can be put back behind the server's back with its record of served
+        // serials left in place beside it; a PostgreSQL restore brings back whatever the database
+        // held, so its operator renews the incarnations (`ostore-server restore --postgres`).
+        let dataDirectory = storage as? SQLiteSyncStorage
         do {
-            for dataset in try storage.renewIncarnationsOfDatasetsThatWentBack() {
+            for dataset in try dataDirectory?.renewIncarnationsOfDatasetsThatWentBack() ?? [] {
                 RequestLog.write([
                     "event": "datasetWentBack", "dataset": dataset.name, "servedSerial": "\(dataset.servedSerial)",
                     "lastSerial": "\(dataset.lastSerial)",
@@ -92,7 +106,7 @@ enum ServeCommand: Command {
         stopSignals.wait()
         let drained = server.stop(gracePeriod: .seconds(10))
         do {
-            try storage.recordServedSerials()
+            try dataDirectory?.recordServedSerials()
         } catch {
             RequestLog.write(["event": "error", "message": error.description])
         }

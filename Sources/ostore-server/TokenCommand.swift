@@ -5,13 +5,13 @@ import SyncServer
 /// `ostore-server token create --dataset NAME [--read-only]`, `token revoke ID`, `token list`.
 enum TokenCommand: Command {
     static let name = "token"
-    static let synopsis = "create --dataset NAME [--read-only] | revoke ID | list [--data DIR]"
+    static let synopsis = "create --dataset NAME [--read-only] | revoke ID | list [--data DIR | --postgres URL]"
     static let summary = "Create a token for a dataset (printed once), revoke one, or list them (without secrets)."
-    static let options = [
-        DataDirectory.option,
-        CommandOption(name: "--dataset", valueName: "NAME", help: "the dataset the token grants"),
-        CommandOption(name: "--read-only", valueName: nil, help: "the token may pull but not push"),
-    ]
+    static let options =
+        StorageLocation.options + [
+            CommandOption(name: "--dataset", valueName: "NAME", help: "the dataset the token grants"),
+            CommandOption(name: "--read-only", valueName: nil, help: "the token may pull but not push"),
+        ]
     static let details = """
         create prints the token's id on standard error and the token itself, alone, on standard
         output, so `TOKEN=$(ostore-server token create --dataset NAME)` captures it. The server keeps
@@ -28,7 +28,7 @@ enum TokenCommand: Command {
                 Console.error("ostore-server token create: name the dataset with --dataset NAME")
                 return .failure
             }
-            guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+            guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
                 let token = try storage.createToken(dataset: dataset, readOnly: arguments.flags.contains("--read-only"))
                 Console.error(
@@ -41,7 +41,7 @@ enum TokenCommand: Command {
                 return .failure
             }
         case ("revoke", 2):
-            guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+            guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
                 try storage.revokeToken(id: arguments.positionals[1])
                 Console.output("revoked token \(arguments.positionals[1])")
@@ -51,7 +51,7 @@ enum TokenCommand: Command {
                 return error.kind == .conflict ? .findings : .failure
             }
         case ("list", 1):
-            guard let storage = DataDirectory.open(arguments, command: name) else { return .failure }
+            guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
                 for token in try storage.tokens() {
                     Console.output(

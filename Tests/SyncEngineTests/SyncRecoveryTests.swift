@@ -58,13 +58,56 @@ struct SyncRecoveryTests {
         transport = SwappableTransport(InProcessTransport(service: SyncService(storage: storage)))
     }
 
-    /// A consistent copy of the server's database as it is now (what `sqlite3 .backup` makes).
-    private func backUpServer() throws -> String {
-        let backup = directory.path("backup.sqlite")
+    /// The server the restore tests sync with: this suite's SQLite storage, or one on a new
+    /// PostgreSQL database (its URL given) with a dataset and token of its own.
+    private func server(_ backend: StorageBackend) throws -> (
+        transport: SwappableTransport, token: String, postgresURL: String?
+    ) {
+        guard backend == .postgres else { return (transport, token, nil) }
+        let url = try PostgresCluster.shared().createDatabase()
+        let storage = try PostgresSyncStorage(url: url, connections: 2)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        return (SwappableTransport(InProcessTransport(service: SyncService(storage: storage))), token, url)
+    }
+
+    /// A consistent copy of the server's storage as it is now: what `sqlite3 .backup` makes, or
+    /// `pg_dump --format=custom` of the database at `postgresURL`.
+    private func backUpServer(postgresURL: String?) throws -> String {
+        let backup = directory.path("backup")
+        if let postgresURL {
+            try PostgresCluster.shared().dump(postgresURL, to: backup)
+            return backup
+        }
         let server = try Database(path: directory.path("server/server.sqlite"))
         try server.execute("VACUUM INTO \(backup)")
         try server.close()
         return backup
+    }
+
+    /// The backup put in place of new storage, as an operator restores it: `ostore-server
+    /// restore`'s `SQLiteSyncStorage.restore(from:into:)`, or `pg_restore` into a new database and
+    /// `renewIncarnations()`; or by hand (`renewing` false): the file copied into a data directory,
+    /// or `pg_restore` alone.
+    private func restoredServer(from backup: String, _ backend: StorageBackend, renewing: Bool) throws
+        -> any SyncStorage
+    {
+        switch (backend, renewing) {
+        case (.sqlite, true):
+            return try SQLiteSyncStorage.restore(
+                from: URL(fileURLWithPath: backup), into: URL(fileURLWithPath: directory.path("restored")))
+        case (.sqlite, false):
+            try FileManager.default.createDirectory(
+                atPath: directory.path("copied"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: backup, toPath: directory.path("copied/server.sqlite"))
+            return try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("copied")))
+        case (.postgres, _):
+            let url = try PostgresCluster.shared().createDatabase()
+            try PostgresCluster.shared().restore(backup, into: url)
+            let storage = try PostgresSyncStorage(url: url, connections: 2)
+            if renewing { try storage.renewIncarnations() }
+            return storage
+        }
     }
 
     private func lists(_ device: Device) throws -> [String] {
@@ -174,13 +217,15 @@ struct SyncRecoveryTests {
 
     // Regression: a server restored from a backup kept the devices' cursors pointing past changes
     // it numbered again, and the pushes it lost after the backup never reached it again.
-    @Test func aServerRestoredFromABackupGetsItsLostPushesAgainAndNoDeviceMissesAChange() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func aServerRestoredFromABackupGetsItsLostPushesAgainAndNoDeviceMissesAChange(_ backend: StorageBackend) throws {
+        let (transport, token, postgresURL) = try server(backend)
         let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
         let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A1', 'before'), ('A2', 'before')")
         try alice.engine.sync()
         try bob.engine.sync()
-        let backup = try backUpServer()
+        let backup = try backUpServer(postgresURL: postgresURL)
 
         // After the backup: Alice pushes (acknowledged), Bob pulls it, and his cursor moves past.
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A3', 'after'), ('A4', 'after')")
@@ -189,8 +234,7 @@ struct SyncRecoveryTests {
         try bob.engine.sync()
         #expect(try lists(bob) == lists(alice))
 
-        let restored = try SQLiteSyncStorage.restore(
-            from: URL(fileURLWithPath: backup), into: URL(fileURLWithPath: directory.path("restored")))
+        let restored = try restoredServer(from: backup, backend, renewing: true)
         transport.swap(to: InProcessTransport(service: SyncService(storage: restored)))
         // Carol writes first on the restored server: her changes take the serials Bob has passed.
         let carol = try Device(directory, "carol.sqlite", transport: transport, token: token)
@@ -217,22 +261,22 @@ struct SyncRecoveryTests {
         #expect(idle.requeued == 0 && idle.pushed == 0 && !idle.redownloaded)
     }
 
-    // A hand restore (the file copied back, no `ostore-server restore`): cursors past the restored
-    // log's end are refused, and the device that lost pushes notices from the hello.
-    @Test func aHandRestoredServerRefusesCursorsPastItsNewestChange() throws {
+    // A hand restore (the file copied back or `pg_restore` alone, no `ostore-server restore`):
+    // cursors past the restored log's end are refused, and the device that lost pushes notices from
+    // the hello.
+    @Test(arguments: StorageBackend.allCases)
+    func aHandRestoredServerRefusesCursorsPastItsNewestChange(_ backend: StorageBackend) throws {
+        let (transport, token, postgresURL) = try server(backend)
         let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
         let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A1', 'before')")
         try alice.engine.sync()
-        let backup = try backUpServer()
+        let backup = try backUpServer(postgresURL: postgresURL)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A2', 'after')")
         try alice.engine.sync()
         try bob.engine.sync()
 
-        try FileManager.default.createDirectory(
-            atPath: directory.path("copied"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: backup, toPath: directory.path("copied/server.sqlite"))
-        let copied = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("copied")))
+        let copied = try restoredServer(from: backup, backend, renewing: false)
         transport.swap(to: InProcessTransport(service: SyncService(storage: copied)))
         let report = try bob.engine.sync()
         #expect(report.redownloaded)

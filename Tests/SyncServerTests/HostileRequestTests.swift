@@ -238,11 +238,10 @@ private let hostileCases: [HostileCase] = [
 
 @Suite("Reference server: hostile requests")
 struct HostileRequestTests {
-    @Test func everyHostileRequestGetsItsDocumentedAnswerAndHarmsNothing() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func everyHostileRequestGetsItsDocumentedAnswerAndHarmsNothing(_ backend: StorageBackend) throws {
         #expect(hostileCases.count >= 80)
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(
-            dataDirectory: URL(fileURLWithPath: directory.path("data")), arguments: ["--max-body-bytes", "65536"])
+        let server = try LiveServer(backend: backend, arguments: ["--max-body-bytes", "65536"])
         let storage = try server.storage()
         try storage.createDataset(named: "family")
         try storage.createDataset(named: "other")
@@ -283,9 +282,8 @@ struct HostileRequestTests {
         #expect(try server.request("GET", "/healthz").status == 200)
     }
 
-    @Test func aBatchWithOneBadChangeStoresNone() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+    @Test(arguments: StorageBackend.allCases) func aBatchWithOneBadChangeStoresNone(_ backend: StorageBackend) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let good = change(seq: "1").replacingOccurrences(of: #""op":"update""#, with: #""op":"insert""#)
         let bad = change(table: #""bad table""#, seq: "2")
@@ -296,10 +294,10 @@ struct HostileRequestTests {
         #expect(try server.storage().datasets().first?.changes == 0)
     }
 
-    @Test func tooManyChangesAndOversizedBodiesAreRefused() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(
-            dataDirectory: URL(fileURLWithPath: directory.path("data")), arguments: ["--max-body-bytes", "2000000"])
+    @Test(arguments: StorageBackend.allCases) func tooManyChangesAndOversizedBodiesAreRefused(_ backend: StorageBackend)
+        throws
+    {
+        let server = try LiveServer(backend: backend, arguments: ["--max-body-bytes", "2000000"])
         let token = try makeDataset(server, "family")
         let many = (1...5_001).map { change(seq: "\($0)") }.joined(separator: ",")
         let response = try server.request("POST", "/v1/datasets/family/push", token: token, json: push(many))
@@ -323,9 +321,10 @@ struct HostileRequestTests {
         #expect(exact.status == 200, "a body of exactly the limit is read and stored: \(exact.text)")
     }
 
-    @Test func aClaimedGigabyteIsRefusedAtOnceWithoutMemoryGrowth() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+    @Test(arguments: StorageBackend.allCases) func aClaimedGigabyteIsRefusedAtOnceWithoutMemoryGrowth(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let baseline = server.residentKilobytes
         let started = ContinuousClock.now

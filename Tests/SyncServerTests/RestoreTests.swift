@@ -8,10 +8,13 @@ struct RestoreTests {
     // Regression: a restored server answered the cursors devices held from before the restore,
     // skipping the changes it numbered again, and no device could learn which of its acknowledged
     // pushes the server had lost.
-    @Test func ostoreServerRestoreRefusesEarlierCursorsAndEachHelloSaysWhatTheServerStillHas() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func ostoreServerRestoreRefusesEarlierCursorsAndEachHelloSaysWhatTheServerStillHas(_ backend: StorageBackend)
+        throws
+    {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
-        let server = try LiveServer(dataDirectory: data)
+        let server = try LiveServer(dataDirectory: data, backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
@@ -20,10 +23,8 @@ struct RestoreTests {
         #expect(try alice.hello().acknowledgedThrough == 3)
         let beforeBackup = try bob.pullAll().cursor
 
-        let backup = directory.path("backup.sqlite")
-        let copy = try run(
-            "/usr/bin/sqlite3", [data.appendingPathComponent("server.sqlite").path, ".backup \(backup)"])
-        #expect(copy.status == 0, "\(String(decoding: copy.error, as: UTF8.self))")
+        let backup = directory.path("backup")
+        try server.backUp(to: backup)
         _ = try alice.push((4...6).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) })
         let afterBackup = try bob.pullAll(from: beforeBackup).cursor
         #expect(server.stop() == 0)
@@ -31,10 +32,12 @@ struct RestoreTests {
         let serverTool = try builtProduct("ostore-server").path
         let notADatabase = directory.path("notes.txt")
         try Data("not a database".utf8).write(to: URL(fileURLWithPath: notADatabase))
-        let refused = try run(serverTool, ["restore", notADatabase, "--data", data.path])
+        let refused = try run(serverTool, ["restore", notADatabase] + server.storageArguments)
         #expect(refused.status == 2)
-        #expect(String(decoding: refused.error, as: UTF8.self).contains("nothing was replaced"))
-        let restore = try run(serverTool, ["restore", backup, "--data", data.path])
+        // A data directory is left as it was; PostgreSQL's dump is pg_restore's to put back.
+        let refusal = backend == .sqlite ? "nothing was replaced" : "restore the dump with pg_restore first"
+        #expect(String(decoding: refused.error, as: UTF8.self).contains(refusal))
+        let restore = try #require(try server.restore(from: backup))
         #expect(restore.status == 0, "\(String(decoding: restore.error, as: UTF8.self))")
         #expect(String(decoding: restore.output, as: UTF8.self).contains("1 dataset(s) have a new incarnation"))
         try server.startAgainOnSamePort()
@@ -67,21 +70,43 @@ struct RestoreTests {
             HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
     }
 
-    @Test func cursorsOfTheReleaseBeforeIncarnationsStayValidUntilARestore() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func cursorsOfTheReleaseBeforeIncarnationsStayValidUntilARestore(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        let storage: any SyncStorage
+        // A dataset made by the release before incarnations.
+        let forgetIncarnations: () throws -> Void
+        let renewIncarnations: () throws -> Void
+        switch backend {
+        case .sqlite:
+            let sqlite = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+            storage = sqlite
+            forgetIncarnations = {
+                let update = try run(
+                    "/usr/bin/sqlite3", [sqlite.path, "UPDATE server_datasets SET incarnation = NULL"])
+                #expect(update.status == 0)
+            }
+            renewIncarnations = { try sqlite.renewIncarnations() }
+        case .postgres:
+            let url = try PostgresCluster.shared().createDatabase()
+            let postgres = try PostgresSyncStorage(url: url, connections: 1)
+            storage = postgres
+            forgetIncarnations = {
+                try PostgresCluster.shared().execute("UPDATE server_datasets SET incarnation = NULL", in: url)
+            }
+            renewIncarnations = { try postgres.renewIncarnations() }
+        }
         try storage.createDataset(named: "family")
         let token = try storage.createToken(dataset: "family", readOnly: false).secret
         let service = SyncService(storage: storage)
-        // A dataset made by the release before incarnations, and a cursor that release issued.
-        #expect(
-            try run("/usr/bin/sqlite3", [storage.path, "UPDATE server_datasets SET incarnation = NULL"]).status == 0)
+        try forgetIncarnations()
+        // A cursor the release before issued.
         let old = Data(#"{"dataset":"family","serial":0}"#.utf8).base64EncodedString()
         #expect(try pull(service, token: token, cursor: old).status.rawValue == 200)
         // A serial past the log's end is one the server will give to other changes.
         let ahead = Data(#"{"dataset":"family","serial":7}"#.utf8).base64EncodedString()
         #expect(try pull(service, token: token, cursor: ahead).status.rawValue == 400)
-        try storage.renewIncarnations()
+        try renewIncarnations()
         #expect(try pull(service, token: token, cursor: old).status.rawValue == 400)
     }
 }

@@ -5,15 +5,10 @@ import Testing
 
 @Suite("Reference server: the protocol against a live process")
 struct ServerProtocolTests {
-    let directory: TemporaryDirectory
-    let server: LiveServer
-
-    init() throws {
-        directory = try TemporaryDirectory()
-        server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
-    }
-
-    @Test func everyStorageClassRoundTripsThroughPushAndPull() throws {
+    @Test(arguments: StorageBackend.allCases) func everyStorageClassRoundTripsThroughPushAndPull(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
@@ -34,7 +29,10 @@ struct ServerProtocolTests {
         #expect(pulled.changes.first?.site == alice.site)
     }
 
-    @Test func aReplayedOrOverlappingPushStoresNothingTwiceAndGetsTheSameAnswer() throws {
+    @Test(arguments: StorageBackend.allCases) func aReplayedOrOverlappingPushStoresNothingTwiceAndGetsTheSameAnswer(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
@@ -66,7 +64,10 @@ struct ServerProtocolTests {
         return (again.cursor, again.changes)
     }
 
-    @Test func aPullerNeverSkipsOrRepeatsAChangeWhilePushesRun() throws {
+    @Test(arguments: StorageBackend.allCases) func aPullerNeverSkipsOrRepeatsAChangeWhilePushesRun(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "busy")
         let puller = TestPeer(server, dataset: "busy", token: token, siteByte: 0xEE)
         // Starting before any push, the whole history comes through the log phase.
@@ -108,7 +109,10 @@ struct ServerProtocolTests {
         #expect(seen.values.allSatisfy { $0 == 1 })
     }
 
-    @Test func acknowledgedChangesSurviveAKilledServer() throws {
+    @Test(arguments: StorageBackend.allCases) func acknowledgedChangesSurviveAKilledServer(_ backend: StorageBackend)
+        throws
+    {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         var acknowledged: Int64 = 0
@@ -129,7 +133,10 @@ struct ServerProtocolTests {
                 == 1_000)
     }
 
-    @Test func aFirstPullIsTheLiveRowsNotTheHistory() throws {
+    @Test(arguments: StorageBackend.allCases) func aFirstPullIsTheLiveRowsNotTheHistory(_ backend: StorageBackend)
+        throws
+    {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         var seq: Int64 = 1
@@ -159,7 +166,10 @@ struct ServerProtocolTests {
         #expect(all.changes.isEmpty)  // the log phase starts after what the snapshot covered
     }
 
-    @Test func negotiationFollowsTheRulesAndAMajorUpgradeKeepsOlderClientsOut() throws {
+    @Test(arguments: StorageBackend.allCases) func negotiationFollowsTheRulesAndAMajorUpgradeKeepsOlderClientsOut(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let reader = try makeDataset(server, "family", readOnly: true)
         var old = TestPeer(server, dataset: "family", token: token, siteByte: 1)
@@ -207,7 +217,9 @@ struct ServerProtocolTests {
         #expect(unsupported.verdict == .protocolUnsupported && unsupported.protocolVersion == nil)
     }
 
-    @Test func healthAndMetricsAnswerWithoutAToken() throws {
+    @Test(arguments: StorageBackend.allCases) func healthAndMetricsAnswerWithoutAToken(_ backend: StorageBackend) throws
+    {
+        let server = try LiveServer(backend: backend)
         let health = try server.request("GET", "/healthz")
         #expect(health.status == 200 && health.text == #"{"status":"ok"}"#)
         let token = try makeDataset(server, "family")
@@ -221,7 +233,10 @@ struct ServerProtocolTests {
         #expect((open?.split(separator: " ").last).flatMap { Int($0) }.map { $0 >= 1 } == true)
     }
 
-    @Test func eachRequestIsOneJSONLogLineWithoutTheToken() throws {
+    @Test(arguments: StorageBackend.allCases) func eachRequestIsOneJSONLogLineWithoutTheToken(_ backend: StorageBackend)
+        throws
+    {
+        let server = try LiveServer(backend: backend)
         let token = try makeDataset(server, "family")
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 1)
         _ = try alice.hello()
@@ -240,7 +255,8 @@ struct ServerProtocolTests {
         #expect(requests.allSatisfy { $0["ms"] != nil && $0["time"] != nil })
     }
 
-    @Test func sigtermStopsTheServerCleanly() throws {
+    @Test(arguments: StorageBackend.allCases) func sigtermStopsTheServerCleanly(_ backend: StorageBackend) throws {
+        let server = try LiveServer(backend: backend)
         #expect(server.stop() == 0)
     }
 }

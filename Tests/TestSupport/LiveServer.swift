@@ -2,21 +2,34 @@ import Foundation
 import SyncProtocol
 import SyncServer
 
+/// The storage a test server runs on; protocol tests run once per backend (`@Test(arguments:)`).
+public enum StorageBackend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    public var description: String { rawValue }
+}
+
 /// An `ostore-server serve` process on 127.0.0.1 and a free port, over a data directory of the
-/// test's own; stopped (SIGTERM) when the test drops it. Give `--tls-cert FILE --tls-key FILE` in
-/// `arguments` for HTTPS.
+/// test's own (SQLite) or a database of its own on the shared throwaway PostgreSQL cluster (or
+/// the `postgresURL` given: servers given the same URL share their datasets); stopped (SIGTERM)
+/// when the test drops it. Give `--tls-cert FILE --tls-key FILE` in `arguments` for HTTPS.
 ///
 /// ```swift
-/// let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
+/// let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"), backend: .postgres)
 /// let token = try makeDataset(server, "family")
 /// // talk to server.baseURL
 /// ```
 ///
-/// `@unchecked Sendable`: `process`, `port` and `scheme` change only in `killAndRestart()`, which a
-/// test calls while no other thread uses the server; everything else is immutable or a thread-safe
+/// `@unchecked Sendable`: `process`, `port` and `scheme` change only in `killAndRestart()` and
+/// `startAgainOnSamePort()` (and `ownDirectory` only in the initializer), which a test calls while
+/// no other thread uses the server; everything else is immutable or a thread-safe
 /// pipe.
 public final class LiveServer: @unchecked Sendable {
     public let dataDirectory: URL
+    public let backend: StorageBackend
+    /// The database of a PostgreSQL-backed server (given to it in `OSTORE_POSTGRES_URL`).
+    public let postgresURL: String?
     public let arguments: [String]
     public private(set) var process: Process
     public private(set) var port: UInt16
@@ -24,14 +37,41 @@ public final class LiveServer: @unchecked Sendable {
     public private(set) var scheme: String
     /// Where the server's standard error (its request log) goes, appended across restarts.
     public let logFile: URL
+    /// The temporary directory a server made by ``init(backend:arguments:)`` lives in.
+    private var ownDirectory: TemporaryDirectory?
 
-    public init(dataDirectory: URL, arguments: [String] = []) throws {
+    /// A server in a temporary directory of its own, removed when the server is released.
+    public convenience init(backend: StorageBackend, arguments: [String] = []) throws {
+        let directory = try TemporaryDirectory()
+        try self.init(
+            dataDirectory: directory.url.appendingPathComponent("data"), backend: backend, arguments: arguments)
+        ownDirectory = directory
+    }
+
+    public init(
+        dataDirectory: URL, backend: StorageBackend = .sqlite, postgresURL: String? = nil, arguments: [String] = []
+    ) throws {
         self.dataDirectory = dataDirectory
+        self.backend = backend
+        self.postgresURL =
+            backend == .postgres ? try postgresURL ?? PostgresCluster.shared().createDatabase() : nil
         self.arguments = arguments
+        try FileManager.default.createDirectory(
+            at: dataDirectory.deletingLastPathComponent(), withIntermediateDirectories: true)
         logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         (process, scheme, port) = try Self.start(
-            dataDirectory: dataDirectory, port: 0, arguments: arguments, log: logFile)
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: 0, arguments: arguments, log: logFile)
+    }
+
+    /// `--data DIR` for SQLite; for PostgreSQL the URL goes in the environment, as an operator's
+    /// password should.
+    private static func storageOptions(_ dataDirectory: URL, _ postgresURL: String?) -> (
+        arguments: [String], environment: [String: String]
+    ) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["OSTORE_POSTGRES_URL"] = postgresURL
+        return (postgresURL == nil ? ["--data", dataDirectory.path] : [], environment)
     }
 
     deinit {
@@ -44,12 +84,15 @@ public final class LiveServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT` (or https).
     public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
 
-    private static func start(dataDirectory: URL, port: UInt16, arguments: [String], log: URL) throws -> (
-        Process, String, UInt16
-    ) {
+    private static func start(
+        storage: (arguments: [String], environment: [String: String]), port: UInt16, arguments: [String], log: URL
+    ) throws
+        -> (Process, String, UInt16)
+    {
         let process = Process()
         process.executableURL = try builtProduct("ostore-server")
-        process.arguments = ["serve", "--data", dataDirectory.path, "--port", String(port)] + arguments
+        process.arguments = ["serve"] + storage.arguments + ["--port", String(port)] + arguments
+        process.environment = storage.environment
         let output = Pipe()
         process.standardOutput = output
         // A file, not a pipe: a pipe nobody reads would fill and block the server.
@@ -86,15 +129,16 @@ public final class LiveServer: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         (process, scheme, port) = try Self.start(
-            dataDirectory: dataDirectory, port: 0, arguments: arguments, log: logFile)
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: 0, arguments: arguments, log: logFile)
     }
 
-    /// Starts again on the same data and the same port after ``stop()``, as an operator restarting
-    /// the service would: clients that kept the address reach it again.
+    /// Starts again on the same storage and the same port after ``stop()``, as an operator
+    /// restarting the service would: clients that kept the address reach it again.
     public func startAgainOnSamePort() throws {
         precondition(!process.isRunning, "stop the server first")
         (process, scheme, port) = try Self.start(
-            dataDirectory: dataDirectory, port: port, arguments: arguments, log: logFile)
+            storage: Self.storageOptions(dataDirectory, self.postgresURL), port: port, arguments: arguments,
+            log: logFile)
     }
 
     /// The server's resident memory in kB, from /proc (`VmRSS`).
@@ -110,7 +154,10 @@ public final class LiveServer: @unchecked Sendable {
     }
 
     /// Opens the same storage the server uses, for setting up datasets and tokens.
-    public func storage() throws -> SQLiteSyncStorage { try SQLiteSyncStorage(directory: dataDirectory) }
+    public func storage() throws -> any SyncStorage {
+        if let postgresURL { return try PostgresSyncStorage(url: postgresURL, connections: 2) }
+        return try SQLiteSyncStorage(directory: dataDirectory)
+    }
 }
 
 public struct ServerStartFailure: Error, CustomStringConvertible {

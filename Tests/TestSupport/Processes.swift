@@ -34,13 +34,17 @@ public struct MissingProduct: Error, CustomStringConvertible {
 }
 
 /// Runs a command to completion, feeding `input` to its standard input; its output and status.
-/// The process is killed after `timeout`.
+/// `environment` is added to this process's. The process is killed after `timeout`.
 public func run(
-    _ executable: String, _ arguments: [String], input: Data = Data(), timeout: Duration = .seconds(20)
+    _ executable: String, _ arguments: [String], input: Data = Data(), environment: [String: String] = [:],
+    timeout: Duration = .seconds(20)
 ) throws -> (status: Int32, output: Data, error: Data) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let stdin = Pipe()
     let stdout = Pipe()
     let stderr = Pipe()

@@ -2,6 +2,15 @@
 /// with a letter or digit. Nothing else reaches storage, so a name in a URL can never be a path
 /// (`..`, `/`) or carry SQL.
 enum DatasetName {
+    /// Throws the operator's error for a name that is not valid.
+    static func check(_ name: String) throws(ServerError) {
+        guard isValid(name) else {
+            throw ServerError(
+                .invalidArgument, "\(name.debugDescription) is not a dataset name",
+                fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
+        }
+    }
+
     static func isValid(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard let first = bytes.first, bytes.count <= 63, isLowerAlphanumeric(first) else { return false }

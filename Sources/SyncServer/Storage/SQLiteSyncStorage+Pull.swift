@@ -26,10 +26,8 @@ extension SQLiteSyncStorage {
                     last = try row.decode(at: 0)
                     entries.append(try row.decode(at: 1))
                 }
-                let full = entries.count == limit
-                let next = full ? last : max(lastSerial, serial)
                 return LogPage(
-                    entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+                    entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
             }
         }
     }

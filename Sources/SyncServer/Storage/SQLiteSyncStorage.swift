@@ -67,23 +67,13 @@ public final class SQLiteSyncStorage: SyncStorage {
 
     /// ``storageWork(_:_:)`` for work that raises no protocol refusals.
     func serverWork<Output>(_ what: String, _ body: () throws -> Output) throws(ServerError) -> Output {
-        do {
-            return try storageWork(what, body)
-        } catch let error as ServerError {
-            throw error
-        } catch {
-            throw ServerError(.storage, "\(what) failed: \(error)")
-        }
+        try ServerError.narrowing(what) { try storageWork(what, body) }
     }
 
     // MARK: Administration
 
     public func createDataset(named name: String) throws(ServerError) {
-        guard DatasetName.isValid(name) else {
-            throw ServerError(
-                .invalidArgument, "\(name.debugDescription) is not a dataset name",
-                fix: "use 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a letter or digit")
-        }
+        try DatasetName.check(name)
         try serverWork("creating dataset \(name)") {
             try pool.write { db in
                 if try db.fetchOne("SELECT 1 FROM server_datasets WHERE name = \(name)") != nil {
@@ -92,7 +82,7 @@ public final class SQLiteSyncStorage: SyncStorage {
                 try db.execute(
                     """
                     INSERT INTO server_datasets (name, createdAt, incarnation)
-                    VALUES (\(name), \(Date()), \(try Self.newIncarnation()))
+                    VALUES (\(name), \(Date()), \(try DatasetState.newIncarnation()))
                     """)
             }
         }
@@ -274,16 +264,12 @@ public final class SQLiteSyncStorage: SyncStorage {
                 }
                 for id in ids {
                     try db.execute(
-                        "UPDATE server_datasets SET incarnation = \(try Self.newIncarnation()) WHERE id = \(id)")
+                        "UPDATE server_datasets SET incarnation = \(try DatasetState.newIncarnation()) WHERE id = \(id)"
+                    )
                 }
                 return ids.count
             }
         }
-    }
-
-    /// 16 random bytes in hexadecimal.
-    static func newIncarnation() throws(ServerError) -> String {
-        try Crypto.randomBytes(16).map { String(format: "%02x", $0) }.joined()
     }
 
     func datasetID(_ name: String, _ db: Database) throws -> Int64 {

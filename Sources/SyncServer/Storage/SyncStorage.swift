@@ -72,6 +72,14 @@ public struct DatasetState: Sendable, Hashable {
     }
 }
 
+extension DatasetState {
+    /// A new dataset's incarnation, and a restored one's: 16 random bytes in hexadecimal, the same
+    /// for every backend.
+    static func newIncarnation() throws(ServerError) -> String {
+        try Crypto.randomBytes(16).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
 public struct DatasetSummary: Sendable, Hashable, Codable {
     public var name: String
     public var schemaVersion: SchemaVersion?
@@ -108,6 +116,17 @@ public struct LogPage: Sendable, Hashable {
     public var hasMore: Bool
     /// The dataset's newest serial when the page was read.
     public var lastSerial: Int64
+}
+
+extension LogPage {
+    /// The page of `entries` read after `serial`, at most `limit` of them, the last at
+    /// `lastEntrySerial` (`serial` when there is none), while the dataset's newest serial was
+    /// `lastSerial`: a full page resumes after its last entry, any other after everything.
+    init(entries: [String], lastEntrySerial: Int64, after serial: Int64, limit: Int, lastSerial: Int64) {
+        let full = entries.count == limit
+        let next = full ? lastEntrySerial : max(lastSerial, serial)
+        self.init(entries: entries, nextSerial: next, hasMore: full && next < lastSerial, lastSerial: lastSerial)
+    }
 }
 
 /// Where a snapshot read stands: the log serial it started at (the log phase resumes from it)

@@ -1,0 +1,148 @@
+import Foundation
+
+/// The PostgreSQL backend's own tables, created and evolved by numbered migrations. Each applied
+/// migration is recorded in `ostore_server_migrations` with the SHA-256 of its SQL; a database on
+/// which a recorded migration's checksum differs from this release's (an edited shipped
+/// migration), or that has migrations this release does not know (a newer release wrote it), is
+/// refused. Shipped migrations are append-only: add a new one, never edit one.
+///
+/// Migrations run in one transaction under an advisory lock, so several servers starting at once
+/// over one database apply each migration exactly once.
+///
+/// See <https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS>.
+struct PostgresMigration: Sendable {
+    let version: Int
+    let name: String
+    let sql: String
+
+    var checksum: String { Crypto.sha256(Data(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
+
+    static let all: [PostgresMigration] = [
+        PostgresMigration(version: 1, name: "server tables", sql: version1),
+        PostgresMigration(version: 2, name: "dataset incarnations", sql: version2),
+    ]
+
+    /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
+    /// SQLite, whatever the cluster's locale. `last_serial` numbers each dataset's log; a pushing
+    /// transaction locks the dataset's row before taking serials, so they commit in order
+    /// (docs/POSTGRES.md). A cell's value keeps its SQLite storage class in `value_type`
+    /// (0 null, 1 integer, 2 real, 3 text, 4 blob); text is kept as UTF-8 bytes because
+    /// PostgreSQL's text cannot hold U+0000. As in the SQLite schema, the log and state tables
+    /// declare no foreign key: each would cost a lookup per stored change, and only a push, which
+    /// holds the dataset's row, writes them.
+    private static let version1 = """
+        CREATE TABLE server_datasets (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            name text COLLATE "C" NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            schema_version text,
+            last_serial bigint NOT NULL DEFAULT 0
+        );
+        CREATE TABLE server_schemas (
+            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            version text COLLATE "C" NOT NULL,
+            fingerprint text NOT NULL,
+            PRIMARY KEY (dataset_id, version)
+        );
+        CREATE TABLE server_tokens (
+            id text PRIMARY KEY,
+            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            digest bytea NOT NULL UNIQUE,
+            read_only boolean NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            revoked_at timestamptz
+        );
+        CREATE TABLE server_sites (
+            dataset_id bigint NOT NULL,
+            site bytea NOT NULL,
+            high_seq bigint NOT NULL,
+            PRIMARY KEY (dataset_id, site)
+        );
+        CREATE TABLE server_log (
+            dataset_id bigint NOT NULL,
+            serial bigint NOT NULL,
+            site bytea NOT NULL,
+            body text NOT NULL,
+            PRIMARY KEY (dataset_id, serial)
+        );
+        CREATE TABLE server_rows (
+            dataset_id bigint NOT NULL,
+            table_name text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            created_clock bigint,
+            created_site bytea,
+            deleted_clock bigint,
+            deleted_site bytea,
+            PRIMARY KEY (dataset_id, table_name, key)
+        );
+        CREATE TABLE server_cells (
+            dataset_id bigint NOT NULL,
+            table_name text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            column_name text COLLATE "C" NOT NULL,
+            value_type smallint NOT NULL,
+            integer_value bigint,
+            real_value double precision,
+            bytes_value bytea,
+            clock bigint NOT NULL,
+            site bytea NOT NULL,
+            PRIMARY KEY (dataset_id, table_name, key, column_name)
+        );
+        """
+
+    /// Gives each dataset an incarnation (as the SQLite schema's version 1.1 does): a random id made
+    /// with the dataset and made again by `ostore-server restore --postgres` after a `pg_restore`,
+    /// which pull cursors carry, so a cursor issued before the restore is refused instead of
+    /// skipping the changes the restored database numbers again. Datasets made before have none
+    /// (NULL) until their first restore, so the cursors their devices hold stay valid across the
+    /// upgrade.
+    private static let version2 = """
+        ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS incarnation text;
+        """
+
+    /// Brings the database to the newest of `migrations` (this release's; tests give an earlier
+    /// release's), or refuses it.
+    static func migrate(_ connection: PostgresConnection, _ migrations: [PostgresMigration] = all) throws {
+        try connection.transaction {
+            // The key is this backend's: "ostore" in ASCII.
+            try connection.executeScript("SELECT pg_advisory_xact_lock(111115116111114101)", name: "migration lock")
+            try connection.executeScript(
+                """
+                CREATE TABLE IF NOT EXISTS ostore_server_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+                )
+                """, name: "migration ledger")
+            let applied = try connection.execute(PostgresSyncStorage.Statements.appliedMigrations)
+            var done: Set<Int> = []
+            for row in 0..<applied.rowCount {
+                let version = Int(try applied.int64(row: row, column: 0))
+                let checksum = try applied.string(row: row, column: 1)
+                guard let known = migrations.first(where: { $0.version == version }) else {
+                    throw ServerError(
+                        .storage,
+                        "the PostgreSQL database has server migration \(version), which this release of "
+                            + "ostore-server does not know",
+                        fix: "run the release of ostore-server that migrated it (or a newer one)")
+                }
+                guard known.checksum == checksum else {
+                    throw ServerError(
+                        .storage,
+                        "server migration \(version) (\(known.name)) was applied with checksum "
+                            + "\(checksum.prefix(12))…, but this release ships it with \(known.checksum.prefix(12))…: "
+                            + "a shipped migration was edited",
+                        fix: "restore the migration's original SQL and add the change as a new migration")
+                }
+                done.insert(version)
+            }
+            for migration in migrations where !done.contains(migration.version) {
+                try connection.executeScript(migration.sql, name: "migration \(migration.version)")
+                try connection.execute(
+                    PostgresSyncStorage.Statements.recordMigration,
+                    [.int8(Int64(migration.version)), .text(migration.name), .text(migration.checksum)])
+            }
+        }
+    }
+}

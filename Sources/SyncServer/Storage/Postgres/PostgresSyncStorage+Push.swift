@@ -1,0 +1,206 @@
+import Foundation
+import SyncProtocol
+
+extension PostgresSyncStorage {
+    /// One transaction and a fixed number of round trips per batch: lock the dataset's row (which
+    /// orders serials, docs/POSTGRES.md), read the site's high-water mark and the current state of
+    /// the rows the batch touches, merge in memory by the same rule as ``SQLiteSyncStorage``,
+    /// then write the log entries, rows and cells as arrays.
+    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
+        -> Int64
+    {
+        // Encoded before the lock is taken: the log keeps each change's canonical JSON, written as
+        // the SQLite backend writes it.
+        let bodies = try changes.map { change in try change.canonicalJSON() }
+        let keys = try changes.map { change in try change.canonicalKeyJSON() }
+        return try storageWork("storing a batch in dataset \(dataset)") { connection in
+            try connection.transaction {
+                let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
+                guard state.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID = try state.int64(row: 0, column: 0)
+                let datasetSchema = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
+                guard Compatibility.maySync(client: clientSchema, dataset: datasetSchema) else {
+                    throw ErrorBody(
+                        .upgradeRequired,
+                        "this dataset is at schema \(datasetSchema!); upgrade the app to major version "
+                            + "\(datasetSchema!.major) and push again (your changes stay queued)",
+                        requiredMajorVersion: datasetSchema!.major)
+                }
+                var serial = try state.int64(row: 0, column: 2)
+                let siteBytes = site.bytes
+                let highResult = try connection.execute(Statements.siteHighSeq, [.int8(datasetID), .bytea(siteBytes)])
+                let stored = highResult.rowCount == 1 ? try highResult.int64(row: 0, column: 0) : 0
+                let fresh = changes.indices.filter { changes[$0].seq > stored }
+                guard let last = fresh.last else { return stored }
+
+                var merge = try RowMerge(
+                    loading: Set(fresh.map { RowMerge.RowKey(table: changes[$0].table, key: keys[$0]) }),
+                    datasetID: datasetID, connection)
+                var serials: [PostgresValue] = []
+                for index in fresh {
+                    serial += 1
+                    serials.append(.int8(serial))
+                    merge.apply(changes[index], key: keys[index])
+                }
+                try connection.execute(
+                    Statements.insertLog,
+                    [
+                        .int8(datasetID), .bytea(siteBytes), .array(.int8, serials),
+                        .array(.text, fresh.map { .text(bodies[$0]) }),
+                    ])
+                try merge.write(datasetID: datasetID, connection)
+                let high = changes[last].seq
+                try connection.execute(Statements.upsertSite, [.int8(datasetID), .bytea(siteBytes), .int8(high)])
+                try connection.execute(Statements.setLastSerial, [.int8(datasetID), .int8(serial)])
+                return high
+            }
+        }
+    }
+}
+
+/// The merged state of the rows one batch touches, loaded before and written after the batch is
+/// folded in: the protocol's merge rule, step for step as ``SQLiteSyncStorage`` applies it row by
+/// row, so both backends hold the same state after the same pushes.
+struct RowMerge {
+    struct RowKey: Hashable {
+        var table: String
+        var key: String
+    }
+
+    /// A row's creation and deletion versions; nil versions are SQL NULLs.
+    struct RowState {
+        var created: ChangeVersion?
+        var deleted: ChangeVersion?
+    }
+
+    private var rows: [RowKey: RowState] = [:]
+    private var cells: [RowKey: [String: ChangeVersion]] = [:]
+    private var changedRows: Set<RowKey> = []
+    /// Rows whose stored cells a delete dropped (the database's cells go before new ones are written).
+    private var clearedRows: Set<RowKey> = []
+    private var writtenCells: [RowKey: [String: (WireValue, ChangeVersion)]] = [:]
+
+    init(loading keys: Set<RowKey>, datasetID: Int64, _ connection: PostgresConnection) throws {
+        let ordered = Array(keys)
+        let parameters: [PostgresValue] = [
+            .int8(datasetID), .array(.text, ordered.map { .text($0.table) }),
+            .array(.text, ordered.map { .text($0.key) }),
+        ]
+        let rowResult = try connection.execute(PostgresSyncStorage.Statements.rowStates, parameters)
+        for row in 0..<rowResult.rowCount {
+            let key = RowKey(
+                table: try rowResult.string(row: row, column: 0), key: try rowResult.string(row: row, column: 1))
+            rows[key] = RowState(
+                created: try Self.version(rowResult, row: row, clockAt: 2),
+                deleted: try Self.version(rowResult, row: row, clockAt: 4))
+        }
+        let cellResult = try connection.execute(PostgresSyncStorage.Statements.cellVersions, parameters)
+        for row in 0..<cellResult.rowCount {
+            let key = RowKey(
+                table: try cellResult.string(row: row, column: 0), key: try cellResult.string(row: row, column: 1))
+            cells[key, default: [:]][try cellResult.string(row: row, column: 2)] = ChangeVersion(
+                clock: try cellResult.int64(row: row, column: 3), site: try cellResult.data(row: row, column: 4))
+        }
+    }
+
+    static func version(_ result: PostgresResult, row: Int, clockAt column: Int) throws -> ChangeVersion? {
+        guard let clock = try result.optionalInt64(row: row, column: column),
+            let site = try result.optionalData(row: row, column: column + 1)
+        else { return nil }
+        return ChangeVersion(clock: clock, site: site)
+    }
+
+    /// Folds one change in (the rule of `SQLiteSyncStorage.merge`).
+    mutating func apply(_ change: Change, key keyText: String) {
+        let key = RowKey(table: change.table, key: keyText)
+        let incoming = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
+        let row = rows[key]
+        let created = row?.created
+        let deleted = row?.deleted
+        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
+        let isLive = created != nil && !isDeleted
+
+        func setRow(createdBy: ChangeVersion?, deletedBy: ChangeVersion?) {
+            rows[key] = RowState(created: createdBy, deleted: deletedBy)
+            changedRows.insert(key)
+        }
+        func writeCell(_ name: String, _ value: WireValue) {
+            cells[key, default: [:]][name] = incoming
+            writtenCells[key, default: [:]][name] = (value, incoming)
+        }
+        func mergeColumns(creation: ChangeVersion?) {
+            for (name, value) in change.columns where change.key[name] == nil {
+                if let local = cells[key]?[name] {
+                    if incoming > local { writeCell(name, value) }
+                } else if incoming >= (creation ?? ChangeVersion(clock: 0, site: Data())) {
+                    writeCell(name, value)
+                }
+            }
+        }
+
+        switch change.op {
+        case .delete:
+            // Delete wins over updates of the row; only a newer insert brings it back.
+            let oldest = ChangeVersion(clock: -1, site: Data())
+            guard incoming > (created ?? oldest), incoming > (deleted ?? oldest) else { return }
+            setRow(createdBy: created, deletedBy: incoming)
+            cells[key] = nil
+            writtenCells[key] = nil
+            clearedRows.insert(key)
+        case .insert:
+            if let deleted, deleted > incoming { return }
+            if !isLive {
+                setRow(createdBy: incoming, deletedBy: deleted)
+                mergeColumns(creation: nil)
+                return
+            }
+            mergeColumns(creation: created)
+            if incoming > created! { setRow(createdBy: incoming, deletedBy: deleted) }
+        case .update:
+            if isDeleted { return }
+            if row == nil { setRow(createdBy: nil, deletedBy: nil) }
+            mergeColumns(creation: created)
+        }
+    }
+
+    /// Writes the changed rows, drops the cells of deleted rows and writes the cells set since.
+    func write(datasetID: Int64, _ connection: PostgresConnection) throws {
+        typealias Statements = PostgresSyncStorage.Statements
+        if !changedRows.isEmpty {
+            let changed = Array(changedRows)
+            let states = changed.map { rows[$0]! }
+            try connection.execute(
+                Statements.upsertRows,
+                [
+                    .int8(datasetID), .array(.text, changed.map { .text($0.table) }),
+                    .array(.text, changed.map { .text($0.key) }),
+                    .array(.int8, states.map { .optionalInt8($0.created?.clock) }),
+                    .array(.bytea, states.map { .optionalBytea($0.created?.site) }),
+                    .array(.int8, states.map { .optionalInt8($0.deleted?.clock) }),
+                    .array(.bytea, states.map { .optionalBytea($0.deleted?.site) }),
+                ])
+        }
+        if !clearedRows.isEmpty {
+            let cleared = Array(clearedRows)
+            try connection.execute(
+                Statements.deleteCells,
+                [
+                    .int8(datasetID), .array(.text, cleared.map { .text($0.table) }),
+                    .array(.text, cleared.map { .text($0.key) }),
+                ])
+        }
+        let written = writtenCells.flatMap { key, columns in columns.map { (key, $0.key, $0.value.0, $0.value.1) } }
+        guard !written.isEmpty else { return }
+        let values = written.map { PostgresCellValue($0.2) }
+        try connection.execute(
+            Statements.upsertCells,
+            [
+                .int8(datasetID), .array(.text, written.map { .text($0.0.table) }),
+                .array(.text, written.map { .text($0.0.key) }), .array(.text, written.map { .text($0.1) }),
+                .array(.int2, values.map { .int2($0.type) }), .array(.int8, values.map { .optionalInt8($0.integer) }),
+                .array(.float8, values.map { $0.real.map { .float8($0) } ?? .null }),
+                .array(.bytea, values.map { .optionalBytea($0.bytes) }),
+                .array(.int8, written.map { .int8($0.3.clock) }), .array(.bytea, written.map { .bytea($0.3.site) }),
+            ])
+    }
+}

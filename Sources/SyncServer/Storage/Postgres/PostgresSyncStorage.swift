@@ -1,0 +1,208 @@
+import Foundation
+import SyncProtocol
+
+/// The storage for running several `ostore-server` processes over one PostgreSQL database, with
+/// the same semantics as ``SQLiteSyncStorage``: idempotent pushes per (site, seq), the merged
+/// current state for snapshots, token digests only. Pushes to one dataset are ordered by a lock
+/// on the dataset's row, so log serials commit in order and pull cursors never skip a change
+/// (docs/POSTGRES.md). Losing the database answers ``ServerError`` kind `unavailable` (HTTP 503);
+/// the pool reconnects when it is back.
+///
+/// ```swift
+/// let storage = try PostgresSyncStorage(url: "postgresql://ostore@db.internal/ostore", connections: 8)
+/// try storage.createDataset(named: "family")
+/// ```
+///
+/// See <https://www.postgresql.org/docs/15/libpq.html>.
+public final class PostgresSyncStorage: SyncStorage {
+    let pool: PostgresPool
+
+    /// Connects to `url` (a libpq URI or connection string) and brings the server's tables to
+    /// this release's migration; at most `connections` connections are open at once.
+    public init(url: String, connections: Int = 8) throws(ServerError) {
+        pool = PostgresPool(url: url, capacity: connections)
+        do {
+            try pool.withConnection { connection in try PostgresMigration.migrate(connection) }
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(
+                .storage, "cannot prepare the PostgreSQL database: \(error)",
+                fix: "check that the server is running, the URL (--postgres or OSTORE_POSTGRES_URL) and the role's "
+                    + "rights to create tables")
+        }
+    }
+
+    /// Runs storage work on a pooled connection, turning libpq's errors into ``ServerError``s
+    /// (connection lost, server shutting down → unavailable); protocol refusals (``ErrorBody``)
+    /// raised inside pass through unchanged.
+    func storageWork<Output>(_ what: String, _ body: (PostgresConnection) throws -> Output) throws -> Output {
+        do {
+            return try pool.withConnection(body)
+        } catch let error as ServerError {
+            throw error
+        } catch let error as ErrorBody {
+            throw error
+        } catch let error as PostgresError {
+            if error.isRetryable {
+                throw ServerError(
+                    .unavailable, "the PostgreSQL database is unavailable (\(what)): \(error)",
+                    fix: "retry shortly")
+            }
+            throw ServerError(.storage, "\(what) failed: \(error)")
+        } catch {
+            throw ServerError(.storage, "\(what) failed: \(error)")
+        }
+    }
+
+    /// ``storageWork(_:_:)`` for work that raises no protocol refusals.
+    func serverWork<Output>(_ what: String, _ body: (PostgresConnection) throws -> Output) throws(ServerError)
+        -> Output
+    {
+        try ServerError.narrowing(what) { try storageWork(what, body) }
+    }
+
+    // MARK: Administration
+
+    public func createDataset(named name: String) throws(ServerError) {
+        try DatasetName.check(name)
+        try serverWork("creating dataset \(name)") { connection in
+            let incarnation = try DatasetState.newIncarnation()
+            guard try connection.execute(Statements.createDataset, [.text(name), .text(incarnation)]).rowCount == 1
+            else {
+                throw ServerError(.conflict, "dataset \(name) already exists")
+            }
+        }
+    }
+
+    public func datasets() throws(ServerError) -> [DatasetSummary] {
+        try serverWork("listing datasets") { connection in
+            let result = try connection.execute(Statements.datasets)
+            return try (0..<result.rowCount).map { row in
+                DatasetSummary(
+                    name: try result.string(row: row, column: 0),
+                    schemaVersion: try result.optionalString(row: row, column: 1).flatMap(SchemaVersion.init),
+                    changes: try result.int64(row: row, column: 2))
+            }
+        }
+    }
+
+    public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+        let token = try AccessToken.generate()
+        let id = try AccessToken.generateID()
+        return try serverWork("creating a token") { connection in
+            let datasetID = try self.datasetID(dataset, connection)
+            try connection.execute(
+                Statements.insertToken, [.text(id), .int8(datasetID), .bytea(token.digest), .bool(readOnly)])
+            return CreatedToken(id: id, secret: token.secret, dataset: dataset, readOnly: readOnly)
+        }
+    }
+
+    public func revokeToken(id: String) throws(ServerError) {
+        try serverWork("revoking token \(id)") { connection in
+            guard try connection.execute(Statements.revokeToken, [.text(id)]).affectedRows == 1 else {
+                let known = try connection.execute(Statements.tokenExists, [.text(id)]).rowCount == 1
+                throw known
+                    ? ServerError(.conflict, "token \(id) is already revoked")
+                    : ServerError(
+                        .notFound, "there is no token \(id)", fix: "list tokens with `ostore-server token list`")
+            }
+        }
+    }
+
+    public func tokens() throws(ServerError) -> [TokenSummary] {
+        try serverWork("listing tokens") { connection in
+            let result = try connection.execute(Statements.tokens)
+            return try (0..<result.rowCount).map { row in
+                TokenSummary(
+                    id: try result.string(row: row, column: 0), dataset: try result.string(row: row, column: 1),
+                    readOnly: try result.bool(row: row, column: 2), revoked: try result.bool(row: row, column: 3))
+            }
+        }
+    }
+
+    // MARK: Serving
+
+    public func checkHealth() throws(ServerError) {
+        do {
+            try pool.withConnection { connection in _ = try connection.execute(Statements.health) }
+        } catch {
+            throw ServerError(.unavailable, "the PostgreSQL database cannot be read: \(error)")
+        }
+    }
+
+    public func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant? {
+        try serverWork("checking a token") { connection in
+            let result = try connection.execute(Statements.grant, [.bytea(digest)])
+            guard result.rowCount == 1 else { return nil }
+            // The index lookup found it; the comparison that decides is constant-time.
+            guard Crypto.constantTimeEqual(try result.data(row: 0, column: 3), digest) else { return nil }
+            return TokenGrant(
+                tokenID: try result.string(row: 0, column: 0), dataset: try result.string(row: 0, column: 1),
+                readOnly: try result.bool(row: 0, column: 2))
+        }
+    }
+
+    public func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
+        try serverWork("reading dataset \(dataset)") { connection in
+            let result = try connection.execute(Statements.datasetState, [.text(dataset), .bytea(site.bytes)])
+            guard result.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+            return DatasetState(
+                incarnation: try result.optionalString(row: 0, column: 0),
+                lastSerial: try result.int64(row: 0, column: 1),
+                siteHighWater: try result.int64(row: 0, column: 2))
+        }
+    }
+
+    public func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
+        try serverWork("reading dataset \(dataset)") { connection in
+            let result = try connection.execute(Statements.schemaVersion, [.text(dataset)])
+            guard result.rowCount == 1 else { return nil }
+            return try result.optionalString(row: 0, column: 0).flatMap(SchemaVersion.init)
+        }
+    }
+
+    public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
+        -> SchemaVersion?
+    {
+        try storageWork("recording the schema of dataset \(dataset)") { connection in
+            try connection.transaction {
+                // The dataset's lock: two servers recording the same new version cannot both insert it.
+                let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
+                guard state.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+                let datasetID = try state.int64(row: 0, column: 0)
+                let current = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
+                let version = schema.version.description
+                let known = try connection.execute(Statements.schemaFingerprint, [.int8(datasetID), .text(version)])
+                if known.rowCount == 1 {
+                    let fingerprint = try known.string(row: 0, column: 0)
+                    guard fingerprint == schema.fingerprint else {
+                        throw ErrorBody(
+                            .schemaConflict,
+                            "schema \(version) was announced with fingerprint \(fingerprint.prefix(16))…, this client "
+                                + "has \(schema.fingerprint.prefix(16))…: two builds claim the same version; give the "
+                                + "changed schema a new version number")
+                    }
+                } else if mayMoveDataset {
+                    try connection.execute(
+                        Statements.insertSchema, [.int8(datasetID), .text(version), .text(schema.fingerprint)])
+                }
+                if mayMoveDataset, current.map({ schema.version > $0 }) ?? true {
+                    try connection.execute(Statements.setSchemaVersion, [.int8(datasetID), .text(version)])
+                    return schema.version
+                }
+                return current
+            }
+        }
+    }
+
+    func datasetID(_ name: String, _ connection: PostgresConnection) throws -> Int64 {
+        let result = try connection.execute(Statements.datasetID, [.text(name)])
+        guard result.rowCount == 1 else {
+            throw ServerError(
+                .notFound, "there is no dataset \(name)",
+                fix: "create it first with `ostore-server dataset create \(name)`")
+        }
+        return try result.int64(row: 0, column: 0)
+    }
+}
