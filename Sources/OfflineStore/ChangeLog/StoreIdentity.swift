@@ -19,12 +19,12 @@ public struct StoreIdentity: Sendable, Hashable {
         /// The metadatabase kept its identity but the user's database had none (purged and
         /// recreated, or a new file): the database takes the metadatabase's identity. The rows the
         /// metadatabase described are gone, so it forgets what it knew of their values, once, in
-        /// the same transaction: every sync cursor is cleared (the next sync of any engine, in this run or
-        /// a later one, downloads the dataset again) and the log keeps only deletions. Queued
-        /// deletes are still pushed; queued inserts and updates cannot be, since their values lived
-        /// only in the purged file, and the rows come back as other devices last saw them. Keeping
-        /// the versions of lost values would make this device refuse other devices' edits older
-        /// than them and diverge.
+        /// the same transaction: every sync cursor is cleared (the next sync of any engine, in this
+        /// run or a later one, downloads the dataset again), deletions are kept as they are, and
+        /// every other entry becomes the oldest possible version. Queued deletes are still pushed;
+        /// queued inserts and updates cannot be, since their values lived only in the purged file,
+        /// and the rows come back as other devices last saw them. Keeping the versions of lost
+        /// values would make this device refuse other devices' edits older than them and diverge.
         case databaseRecreated
     }
 
