@@ -146,6 +146,51 @@ struct PostgresBackendTests {
         #expect(try bob.pullAll().changes.count == 50)
     }
 
+    /// The database goes away while a push is inside its transaction (held at the dataset's row
+    /// lock by another session, so the moment is certain): 503 with Retry-After, nothing of the
+    /// batch stored, and the same batch stored whole once the database is back.
+    @Test func losingPostgreSQLInTheMiddleOfAPushStoresNothingOfItAndRecovers() throws {
+        let directory = try TemporaryDirectory()
+        let cluster = try PostgresCluster()
+        let url = try cluster.createDatabase()
+        let server = try LiveServer(
+            dataDirectory: URL(fileURLWithPath: directory.path("data")), backend: .postgres, postgresURL: url)
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
+        #expect(
+            try alice.push([alice.change(.insert, "n1", ["title": .text("kept")], seq: 1)]).acknowledgedThrough == 1)
+
+        let blocker = try PostgresConnection(url: url)
+        try blocker.executeScript("BEGIN; SELECT 1 FROM server_datasets WHERE name = 'family' FOR UPDATE")
+        let batch = (2...50).map { alice.change(.insert, "n\($0)", ["title": .text("lost")], seq: Int64($0)) }
+        let body = try ProtocolJSON.encode(
+            PushRequest(protocolVersion: 1, schemaVersion: alice.schema.version, site: alice.site, changes: batch))
+        let answer = Locked<RawHTTPResponse?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            answer.value = try? server.request("POST", "/v1/datasets/family/push", token: token, json: body)
+            answered.signal()
+        }
+        let watcher = try PostgresConnection(url: url)
+        let waiting = PostgresStatement(
+            "waitingOnALock", "SELECT count(*)::bigint FROM pg_stat_activity WHERE wait_event_type = 'Lock'", [])
+        #expect(eventually(timeout: .seconds(10)) { (try? watcher.execute(waiting).int64(row: 0, column: 0)) == 1 })
+
+        try cluster.stop()
+        #expect(answered.wait(timeout: .now() + 30) == .success)
+        let refused = try #require(answer.value)
+        #expect(refused.status == 503, "\(refused.text)")
+        #expect(refused.headers["Retry-After"] == "1")
+        #expect(refused.errorCode == "unavailable", "\(refused.text)")
+
+        try cluster.start()
+        #expect(try server.request("GET", "/healthz").status == 200)
+        let bob = TestPeer(server, dataset: "family", token: token, siteByte: 0xB2)
+        #expect(try bob.pullAll().changes.count == 1)
+        #expect(try alice.push(batch).acknowledgedThrough == 50)
+        #expect(try bob.pullAll().changes.count == 50)
+    }
+
     @Test func theMigrationRunsOnceAndAnEditedOneIsRefused() throws {
         let url = try PostgresCluster.shared().createDatabase()
         // Several servers starting at once over a new database: one migrates, none fails.
