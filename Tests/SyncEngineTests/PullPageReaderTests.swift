@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncClient
 
-/// The engine reads pull pages with ``PullPageReader`` and falls back to `JSONDecoder` when it
+/// The engine reads pull pages with ``MessageReader/readPullPage(_:)`` and falls back to `JSONDecoder` when it
 /// gives up: whatever it accepts must decode to exactly what `JSONDecoder` gives, and what
 /// `JSONDecoder` refuses it must not accept.
 @Suite struct PullPageReaderTests {
@@ -15,7 +15,7 @@ import Testing
     func readsTheProtocolVectorsAsJSONDecoderDoes(_ name: String) throws {
         let body = try Data(contentsOf: Self.vectors.appendingPathComponent(name))
         let expected = try JSONDecoder().decode(PullResponse.self, from: body)
-        #expect(PullPageReader.read(body) == expected)
+        #expect(MessageReader.readPullPage(body) == expected)
     }
 
     @Test func readsEveryKindOfValueAsJSONDecoderDoes() throws {
@@ -35,7 +35,7 @@ import Testing
               ], "cursor": "c/1", "hasMore": false }
             """#.utf8)
         let expected = try JSONDecoder().decode(PullResponse.self, from: body)
-        let read = try #require(PullPageReader.read(body))
+        let read = try #require(MessageReader.readPullPage(body))
         #expect(read == expected)
         #expect(read.changes[0].columns["s"] == .text("q\"b\\s/\u{8}\u{c}\n\r\t é😀 é 😀 \u{0}"))
         #expect(read.changes[1].columns.isEmpty)
@@ -54,7 +54,7 @@ import Testing
             (#"{"changes":[{"table":"t","key":{"id":{"text":"k"}},"op":"insert","seq":1,"clock":"1-0","#
                 + #""site":"00000000000000000000000000000000","columns":{"c":"# + value
                 + #"}}],"cursor":"c","hasMore":false,"phase":"log","remaining":0}"#).utf8)
-        #expect(PullPageReader.read(body) == nil)
+        #expect(MessageReader.readPullPage(body) == nil)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(PullResponse.self, from: body) }
     }
 
@@ -65,7 +65,7 @@ import Testing
             (#"{"changes":[{"table":"t","key":{"id":{"text":"k"}},"op":"insert","seq":1,"clock":"1-0","#
                 + #""site":"00000000000000000000000000000000","columns":{"c":{"text":"a","text":"b"}}}],"#
                 + #""cursor":"c","hasMore":false,"phase":"log","remaining":0}"#).utf8)
-        #expect(PullPageReader.read(body) == nil)
+        #expect(MessageReader.readPullPage(body) == nil)
     }
 
     @Test(arguments: [
@@ -80,7 +80,7 @@ import Testing
     ])
     func leavesMalformedPagesToJSONDecoder(_ text: String) {
         let body = Data(text.utf8)
-        #expect(PullPageReader.read(body) == nil)
+        #expect(MessageReader.readPullPage(body) == nil)
         #expect(throws: (any Error).self) { try JSONDecoder().decode(PullResponse.self, from: body) }
     }
 }

@@ -252,7 +252,7 @@ public final class SyncEngine {
             resumed.cursor = cursor
             let asked = resumed
             return Prefetch { (isCancelled) throws(SyncError) -> PullResponse in
-                try requests.exchange("pull", asked, read: PullPageReader.read, isCancelled: isCancelled)
+                try requests.exchange("pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
             }
         }
         var total: Int?

@@ -30,25 +30,25 @@ public enum ProtocolJSON {
         }
     }
 
-    /// A push body, read by ``PushRequestReader`` in one pass when it is one that reader vouches
+    /// A push body, read by ``MessageReader`` in one pass when it is one that reader vouches
     /// for, else by ``decode(_:from:limits:)``: the same value or the same error either way.
     ///
     /// ```swift
     /// let push = try ProtocolJSON.decodePush(from: body, limits: .standard)  // throws ErrorBody
     /// ```
     public static func decodePush(from data: Data, limits: Limits) throws(ErrorBody) -> PushRequest {
-        if let push = PushRequestReader.read(data, limits: limits) { return push }
+        if let push = MessageReader.read(data, limits: limits) { return push }
         return try decode(PushRequest.self, from: data, limits: limits)
     }
 
     /// A row's key or columns as ``ProtocolJSON/encode(_:)`` wrote them (what a server keeps),
-    /// read in one pass when ``PushRequestReader`` vouches for the text, else by `JSONDecoder`.
+    /// read in one pass when ``MessageReader`` vouches for the text, else by `JSONDecoder`.
     ///
     /// ```swift
     /// let key = try ProtocolJSON.decodeValues(Data(#"{"id":{"text":"r1"}}"#.utf8))
     /// ```
     public static func decodeValues(_ data: Data) throws -> [String: WireValue] {
-        if let values = PushRequestReader.readValues(data) { return values }
+        if let values = MessageReader.readValues(data) { return values }
         return try JSONDecoder().decode([String: WireValue].self, from: data)
     }
 

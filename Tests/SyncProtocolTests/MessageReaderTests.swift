@@ -3,24 +3,24 @@ import Testing
 
 @testable import SyncProtocol
 
-/// `ProtocolJSON.decodePush` reads ordinary push bodies in one pass (``PushRequestReader``) and
+/// `ProtocolJSON.decodePush` reads ordinary push bodies in one pass (``MessageReader``) and
 /// leaves every other body to the strict reader. It must answer every body exactly as the strict
 /// reader does, value for value (compared as canonical bytes, so -0.0 and 0.0 differ) and error
 /// for error (code, message and index): checked over the vectors, the request cases, random
 /// pushes written canonically and loosely, and thousands of corruptions of them.
 @Suite("Push request reader")
-struct PushRequestReaderTests {
+struct MessageReaderTests {
     @Test func ordinaryPushesAreReadInOnePass() throws {
         var random = SplitMix64(seed: 0x9e11)
         for _ in 0..<200 {
             let body = try RandomPushes.body(&random, names: RandomChanges.plainNames)
             let push = try #require(
-                PushRequestReader.read(body, limits: .standard), "\(String(decoding: body, as: UTF8.self))")
+                MessageReader.read(body, limits: .standard), "\(String(decoding: body, as: UTF8.self))")
             try expectSameAnswer(body)
             #expect(push.changes.count <= 8)
         }
         let stored = try ProtocolFiles.data("vectors/push-request.basic.json")
-        #expect(PushRequestReader.read(stored, limits: .standard) != nil)
+        #expect(MessageReader.read(stored, limits: .standard) != nil)
     }
 
     @Test func vectorsAndRequestCasesGetTheStrictReadersAnswer() throws {
@@ -122,7 +122,7 @@ struct PushRequestReaderTests {
                 PushSlots.body(&random) { _, forms in
                     chooser.next() % 10 < 8 ? forms[0] : forms[Int(chooser.next() % UInt64(forms.count))]
                 }.utf8)
-            if PushRequestReader.read(body, limits: .standard) != nil { readInOnePass += 1 }
+            if MessageReader.read(body, limits: .standard) != nil { readInOnePass += 1 }
             try expectSameAnswer(body)
         }
         #expect(readInOnePass > 100)
@@ -139,7 +139,7 @@ struct PushRequestReaderTests {
         var readInOnePass = 0
         for text in texts {
             let data = Data(text.utf8)
-            if PushRequestReader.readValues(data) != nil { readInOnePass += 1 }
+            if MessageReader.readValues(data) != nil { readInOnePass += 1 }
             let fast = Result { try ProtocolJSON.decodeValues(data) }
             let foundation = Result { try JSONDecoder().decode([String: WireValue].self, from: data) }
             switch (fast, foundation) {
