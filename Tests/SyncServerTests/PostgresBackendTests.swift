@@ -111,9 +111,11 @@ struct PostgresBackendTests {
         #expect(try bob.pullAll().changes.contains { $0.site == alice.site && $0.key["id"] == .text("n1") })
     }
 
-    @Test func losingPostgreSQLAnswers503WithRetryAfterStoresNothingAndRecovers() throws {
-        let directory = try TemporaryDirectory()
-        // A cluster of its own: stopping the shared one would break other tests.
+    /// A server over a cluster of its own (stopping the shared one would break other tests), a
+    /// dataset, and a first change stored by alice.
+    private func serverOnAClusterOfItsOwn(_ directory: TemporaryDirectory) throws -> (
+        cluster: PostgresCluster, url: String, server: LiveServer, token: String, alice: TestPeer
+    ) {
         let cluster = try PostgresCluster()
         let url = try cluster.createDatabase()
         let server = try LiveServer(
@@ -122,6 +124,12 @@ struct PostgresBackendTests {
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         #expect(
             try alice.push([alice.change(.insert, "n1", ["title": .text("kept")], seq: 1)]).acknowledgedThrough == 1)
+        return (cluster, url, server, token, alice)
+    }
+
+    @Test func losingPostgreSQLAnswers503WithRetryAfterStoresNothingAndRecovers() throws {
+        let directory = try TemporaryDirectory()
+        let (cluster, _, server, token, alice) = try serverOnAClusterOfItsOwn(directory)
 
         try cluster.stop()
         let batch = (2...50).map { alice.change(.insert, "n\($0)", ["title": .text("lost")], seq: Int64($0)) }
@@ -151,14 +159,7 @@ struct PostgresBackendTests {
     /// batch stored, and the same batch stored whole once the database is back.
     @Test func losingPostgreSQLInTheMiddleOfAPushStoresNothingOfItAndRecovers() throws {
         let directory = try TemporaryDirectory()
-        let cluster = try PostgresCluster()
-        let url = try cluster.createDatabase()
-        let server = try LiveServer(
-            dataDirectory: URL(fileURLWithPath: directory.path("data")), backend: .postgres, postgresURL: url)
-        let token = try makeDataset(server, "family")
-        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
-        #expect(
-            try alice.push([alice.change(.insert, "n1", ["title": .text("kept")], seq: 1)]).acknowledgedThrough == 1)
+        let (cluster, url, server, token, alice) = try serverOnAClusterOfItsOwn(directory)
 
         let blocker = try PostgresConnection(url: url)
         try blocker.executeScript("BEGIN; SELECT 1 FROM server_datasets WHERE name = 'family' FOR UPDATE")
