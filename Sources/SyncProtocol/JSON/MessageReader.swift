@@ -1,12 +1,13 @@
 import Foundation
 
 /// Reads a push body (and, for clients, a pull page: ``readPullPage(_:)``) in one pass, building
-/// the message as it goes, for the bodies peers actually send. It accepts only a subset of what ``ProtocolJSON/decode(_:from:limits:)`` accepts
-/// (and reads it to the same values): on anything outside that subset — any syntax error, a
-/// repeated or escaped member name, an unknown member, a `null`, a number that is not a plain
-/// integer where an integer belongs, a value the strict reader would refuse — it gives up and
-/// returns nil, and the caller runs the strict reader, which produces the error (or the value).
-/// So every refusal keeps exactly the code and message it had; only accepted bodies get faster.
+/// the message as it goes, for the bodies peers actually send. For a push it accepts only a
+/// subset of what ``ProtocolJSON/decode(_:from:limits:)`` accepts (and reads it to the same
+/// values): on anything outside that subset — any syntax error, a repeated or escaped member
+/// name, an unknown member, a `null`, a number that is not a plain integer where an integer
+/// belongs, a value the strict reader would refuse — it gives up and returns nil, and the caller
+/// runs the strict reader, which produces the error (or the value). So every refusal keeps
+/// exactly the code and message it had; only accepted bodies get faster.
 ///
 /// Why it pays: validating the body with ``StrictJSON``, then decoding it through `Decodable`
 /// built every string twice and boxed every value, more than storing the change cost.
