@@ -47,6 +47,11 @@ let package = Package(
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
+        // Converting between the store's values and the wire's, for the client and the server alike.
+        .target(
+            name: "SyncStoreBridge",
+            dependencies: ["SyncProtocol", "OfflineStore"]
+        ),
         // libcrypto from Debian's libssl-dev: token digests, constant-time comparison, random bytes.
         .systemLibrary(
             name: "COpenSSL",
@@ -57,12 +62,12 @@ let package = Package(
         // client's sync code.
         .target(
             name: "SyncServer",
-            dependencies: ["SyncProtocol", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ"]
+            dependencies: ["SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ"]
         ),
         // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
         .target(
             name: "SyncClient",
-            dependencies: ["CCurl", "CZlib", "SyncProtocol", "OfflineStore"]
+            dependencies: ["CCurl", "CZlib", "SyncProtocol", "SyncStoreBridge", "OfflineStore"]
         ),
         // Helpers for apps' own test suites (the migration plan verifier); no test framework dependency.
         .target(

@@ -1,28 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncProtocol
-
-extension WireValue {
-    init(_ value: DatabaseValue) {
-        switch value {
-        case .null: self = .null
-        case .integer(let integer): self = .integer(integer)
-        case .real(let real): self = .real(real)
-        case .text(let text): self = .text(text)
-        case .blob(let data): self = .blob(data)
-        }
-    }
-
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .null: .null
-        case .integer(let integer): .integer(integer)
-        case .real(let real): .real(real)
-        case .text(let text): .text(text)
-        case .blob(let data): .blob(data)
-        }
-    }
-}
+import SyncStoreBridge
 
 extension Change {
     /// A local change as pushed: its place in the queue becomes the per-site `seq`.

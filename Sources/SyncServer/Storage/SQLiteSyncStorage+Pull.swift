@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncProtocol
+import SyncStoreBridge
 
 extension SQLiteSyncStorage {
     public func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)

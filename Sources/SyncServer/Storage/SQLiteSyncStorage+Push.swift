@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncProtocol
+import SyncStoreBridge
 
 extension SQLiteSyncStorage {
     public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws

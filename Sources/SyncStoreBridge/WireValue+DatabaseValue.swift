@@ -1,9 +1,15 @@
 import OfflineStore
 import SyncProtocol
 
+/// The wire's values and the store's are the same five SQLite storage classes; the client (what it
+/// pushes and applies) and the server (what it stores and serves) convert through this one place.
+///
+/// ```swift
+/// let wire = WireValue(DatabaseValue.integer(.max))  // .integer(.max), bit for bit
+/// ```
 extension WireValue {
     /// The SQLite value stored for this wire value: the same storage class, bit for bit.
-    var databaseValue: DatabaseValue {
+    package var databaseValue: DatabaseValue {
         switch self {
         case .null: .null
         case .integer(let integer): .integer(integer)
@@ -13,7 +19,7 @@ extension WireValue {
         }
     }
 
-    init(_ value: DatabaseValue) {
+    package init(_ value: DatabaseValue) {
         switch value {
         case .null: self = .null
         case .integer(let integer): self = .integer(integer)
