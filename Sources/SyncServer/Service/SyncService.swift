@@ -182,12 +182,7 @@ public final class SyncService: Sendable {
     func pull(_ pull: PullRequest, dataset: String) throws -> HTTPResponse {
         try checkProtocol(pull.protocolVersion)
         let datasetVersion = try storage.schemaVersion(of: dataset)
-        guard Compatibility.maySync(client: pull.schemaVersion, dataset: datasetVersion) else {
-            throw ErrorBody(
-                .upgradeRequired,
-                "this dataset is at schema \(datasetVersion!); upgrade the app to major version \(datasetVersion!.major)",
-                requiredMajorVersion: datasetVersion!.major)
-        }
+        try ErrorBody.requireMaySync(client: pull.schemaVersion, dataset: datasetVersion, pushing: false)
         if let asked = pull.limit, asked < 1 {
             throw ErrorBody(.invalidMessage, "limit is \(asked); ask for at least 1 change (or leave it out)")
         }

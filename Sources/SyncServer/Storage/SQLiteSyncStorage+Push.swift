@@ -18,13 +18,7 @@ extension SQLiteSyncStorage {
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try dataset.decode(at: 0)
                 let datasetSchema = (try dataset.decode(String?.self, at: 1)).flatMap(SchemaVersion.init)
-                guard Compatibility.maySync(client: clientSchema, dataset: datasetSchema) else {
-                    throw ErrorBody(
-                        .upgradeRequired,
-                        "this dataset is at schema \(datasetSchema!); upgrade the app to major version "
-                            + "\(datasetSchema!.major) and push again (your changes stay queued)",
-                        requiredMajorVersion: datasetSchema!.major)
-                }
+                try ErrorBody.requireMaySync(client: clientSchema, dataset: datasetSchema, pushing: true)
                 var serial: Int64 = try dataset.decode(at: 2)
                 let siteBytes = site.bytes
                 let stored =

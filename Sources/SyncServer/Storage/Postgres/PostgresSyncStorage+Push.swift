@@ -19,13 +19,7 @@ extension PostgresSyncStorage {
                 guard state.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID = try state.int64(row: 0, column: 0)
                 let datasetSchema = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
-                guard Compatibility.maySync(client: clientSchema, dataset: datasetSchema) else {
-                    throw ErrorBody(
-                        .upgradeRequired,
-                        "this dataset is at schema \(datasetSchema!); upgrade the app to major version "
-                            + "\(datasetSchema!.major) and push again (your changes stay queued)",
-                        requiredMajorVersion: datasetSchema!.major)
-                }
+                try ErrorBody.requireMaySync(client: clientSchema, dataset: datasetSchema, pushing: true)
                 var serial = try state.int64(row: 0, column: 2)
                 let siteBytes = site.bytes
                 let highResult = try connection.execute(Statements.siteHighSeq, [.int8(datasetID), .bytea(siteBytes)])
