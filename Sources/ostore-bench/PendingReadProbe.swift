@@ -28,20 +28,7 @@ enum PendingReadProbe {
 
     /// In the parent: runs the probe on the store at `path` in a child process and returns its report.
     static func measure(storeAt path: String) throws -> PendingReadReport {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        process.arguments = [subcommand, path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchmarkFailure(
-                description: "the pending-change reader exited with status \(process.terminationStatus)")
-        }
-        return try JSONDecoder().decode(PendingReadReport.self, from: data)
+        try ChildProcessReport.run([subcommand, path], what: "the pending-change reader")
     }
 
     /// In the child: opens the store as an app does, resets the peak, counts and reads every

@@ -34,29 +34,12 @@ enum SyncClientRun {
 
     /// In the parent: runs one sync of the store at `path` with `server` in a child process.
     static func measure(storeAt path: String, server: ServerProcess) throws -> SyncClientReport {
-        let process = Process()
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let arguments = [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset]
-        if let wrapper = ProcessInfo.processInfo.environment[wrapperVariable], !wrapper.isEmpty {
-            // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = wrapper.split(separator: " ").map(String.init) + [executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
         var environment = ProcessInfo.processInfo.environment
         environment[tokenVariable] = server.token
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchmarkFailure(description: "the sync client exited with status \(process.terminationStatus)")
-        }
-        return try JSONDecoder().decode(SyncClientReport.self, from: data)
+        // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
+        return try ChildProcessReport.run(
+            [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset], environment: environment,
+            wrapper: environment[wrapperVariable], what: "the sync client")
     }
 
     /// In the child: opens the store, syncs it once, and prints the report as JSON on standard output.
