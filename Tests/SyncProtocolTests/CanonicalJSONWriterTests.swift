@@ -51,6 +51,31 @@ struct CanonicalJSONWriterTests {
         }
     }
 
+    @Test func pushesAreWrittenAsTheEncoderWritesThem() throws {
+        var random = SplitMix64(seed: 0x9054)
+        var pushes: [PushRequest] = []
+        for name in ProtocolFiles.messageVectorFileNames where name.hasPrefix("push-request.") {
+            pushes.append(
+                try ProtocolJSON.decode(
+                    PushRequest.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard))
+        }
+        #expect(pushes.count >= 1)
+        for _ in 0..<200 {
+            pushes.append(
+                PushRequest(
+                    protocolVersion: Int(Int32(truncatingIfNeeded: random.next())),
+                    schemaVersion: SchemaVersion(
+                        Int(random.next() % 1_000_000_000), Int(random.next() % 12), Int(random.next() % 3)),
+                    site: SiteID(bytes: Data((0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }))!,
+                    changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) }))
+        }
+        for push in pushes {
+            var writer = CanonicalJSONWriter()
+            try writer.write(push)
+            #expect(writer.text == String(decoding: try ProtocolJSON.encode(push), as: UTF8.self))
+        }
+    }
+
     @Test func notANumberIsRefusedAsTheEncoderRefusesIt() {
         var writer = CanonicalJSONWriter()
         #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }

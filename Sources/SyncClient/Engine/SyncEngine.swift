@@ -182,8 +182,7 @@ public final class SyncEngine {
         let body = try SyncRequests.encode(
             PushRequest(
                 protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
-                changes: changes),
-            "push")
+                changes: changes))
         return Prefetch { (isCancelled) throws(SyncError) -> PushResponse in
             try requests.exchange("push", body: body, isCancelled: isCancelled)
         }

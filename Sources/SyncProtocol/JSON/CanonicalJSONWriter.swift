@@ -164,5 +164,23 @@ public struct CanonicalJSONWriter: Sendable {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// A push, its members in sorted order: changes, protocolVersion, schemaVersion, site. A
+    /// client writes its pushes with it: through `Encodable`, encoding a push cost a client more
+    /// than reading its changes from the log.
+    public mutating func write(_ request: PushRequest) throws {
+        raw(#"{"changes":["#)
+        for (index, change) in request.changes.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            try write(change)
+        }
+        raw(#"],"protocolVersion":"#)
+        bytes.append(contentsOf: String(request.protocolVersion).utf8)
+        raw(#","schemaVersion":"#)
+        string(request.schemaVersion.description)
+        raw(#","site":"#)
+        siteID(request.site)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
     private static let hexDigits = Array("0123456789abcdef".utf8)
 }
