@@ -170,14 +170,7 @@ extension ChangeLog {
             return
         }
         let keyColumns = lookups.keyColumns(of: table)
-        guard Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() }) else {
-            throw ChangeLogError(
-                .invalidChange, table: table.name,
-                "the key names \(change.primaryKey.keys.sorted()) but \(table.name) is keyed by \(keyColumns)")
-        }
-        let keyValues = keyColumns.map { key in
-            change.primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value
-        }
+        let keyValues = try Self.keyValues(of: change, keyColumns: keyColumns, table: table.name)
         var known: [String: DatabaseValue] = [:]
         var unknown: [String: DatabaseValue] = [:]
         let columnsByName = lookups.columns(of: table)
@@ -202,11 +195,8 @@ extension ChangeLog {
         let loggedKey = Self.loggedKey(keyValues)
         let site = try lookups.siteNumber(change.siteID) { try siteNumber(change.siteID, db) }
         let incoming = Version(clock: change.clock, siteID: change.siteID)
-        let rowExists =
-            try db.fetchOne(SQL(sql: lookups.keyedSQL("SELECT 1 FROM", table.name, keyColumns), arguments: keyValues))
-            != nil
-
-        let (created, deleted) = try rowVersions(tableID, loggedKey, db)
+        let (rowExists, created, deleted) = try rowState(
+            try lookups.rowStateStatement(table.name, keyColumns, db), keyValues, tableID, loggedKey)
         // A row is deleted while its newest tombstone is newer than its newest creation.
         let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
         switch change.operation {
@@ -239,8 +229,7 @@ extension ChangeLog {
                 var values = known
                 for (key, value) in zip(keyColumns, keyValues) { values[key] = value }
                 let names = values.keys.sorted()
-                try db.execute(
-                    SQL(sql: lookups.insertSQL(table.name, names), arguments: names.map { values[$0]! }))
+                try lookups.insertStatement(table.name, names, db).run(binding: names.map { values[$0]! })
                 // A row back from waiting for its parent keeps its entry as it was (a local one
                 // still to be pushed stays so).
                 if created != incoming { try recordVersion(tableID, loggedKey, "", change.clock, site, db) }
@@ -296,59 +285,75 @@ extension ChangeLog {
     }
 
     private func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> Version? {
-        guard
-            let row = try db.fetchOne(
-                """
-                SELECT c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
-                LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
-                WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = \(column)
-                """)
-        else { return nil }
-        return Version(
-            clock: HybridTimestamp(packed: try row.decode(at: 0)) ?? .zero,
-            siteID: try row.decode(Data?.self, at: 1) ?? identity.siteID)
+        try db.cachedStatement(Self.versionSQL).withFirstRow(binding: [.integer(Int64(tableID)), key, .text(column)]) {
+            row in
+            guard let row else { return nil }
+            return Version(
+                clock: HybridTimestamp(packed: try row.decode(at: 0)) ?? .zero,
+                siteID: try row.decode(Data?.self, at: 1) ?? identity.siteID)
+        }
     }
 
-    /// The row's creation and deletion versions (the `''` and `'-'` entries), in one statement: two
-    /// index lookups (`IN ('', '-')` would build a temporary table on every run).
-    private func rowVersions(_ tableID: Int, _ key: DatabaseValue, _ db: Database) throws -> (
-        created: Version?, deleted: Version?
-    ) {
-        var versions: (created: Version?, deleted: Version?) = (nil, nil)
-        let rows = try db.fetchCursor(
-            """
-            SELECT c.columnName, c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
-            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
-            WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = ''
-            UNION ALL
-            SELECT c.columnName, c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
-            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
-            WHERE c.tableID = \(tableID) AND c.pk = \(key) AND c.columnName = '-'
-            """)
-        while let row = try rows.next() {
-            let version = Version(
-                clock: HybridTimestamp(packed: try row.decode(at: 1)) ?? .zero,
-                siteID: try row.decode(Data?.self, at: 2) ?? identity.siteID)
-            if try row.decode(String.self, at: 0).isEmpty {
-                versions.created = version
-            } else {
-                versions.deleted = version
+    private static let versionSQL = """
+        SELECT c.clock, s.siteID FROM ostore_meta.ostore_changes AS c
+        LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+        WHERE c.tableID = ? AND c.pk = ? AND c.columnName = ?
+        """
+
+    /// The key's values in the order of `keyColumns`. The change names the same key columns as
+    /// the table, compared as SQLite compares names (case-insensitively); usually exactly.
+    private static func keyValues(of change: RemoteChange, keyColumns: [String], table: String) throws
+        -> [DatabaseValue]
+    {
+        if change.primaryKey.count == keyColumns.count {
+            var values: [DatabaseValue] = []
+            values.reserveCapacity(keyColumns.count)
+            for key in keyColumns {
+                guard let value = change.primaryKey[key] else { break }
+                values.append(value)
             }
+            if values.count == keyColumns.count { return values }
         }
-        return versions
+        guard Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() }) else {
+            throw ChangeLogError(
+                .invalidChange, table: table,
+                "the key names \(change.primaryKey.keys.sorted()) but \(table) is keyed by \(keyColumns)")
+        }
+        return keyColumns.map { key in change.primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value }
+    }
+
+    /// Whether the row is present, and its creation and deletion versions (the `''` and `'-'`
+    /// entries): one step of the table's statement from ``ApplyLookups/rowStateStatement(_:_:_:)``
+    /// instead of two statements.
+    private func rowState(_ statement: Statement, _ keyValues: [DatabaseValue], _ tableID: Int, _ key: DatabaseValue)
+        throws -> (exists: Bool, created: Version?, deleted: Version?)
+    {
+        try statement.withFirstRow(binding: keyValues + [.integer(Int64(tableID)), key]) { row in
+            guard let row else { return (false, nil, nil) }
+            func version(at index: Int) throws -> Version? {
+                guard let clock = try row.decode(Int64?.self, at: index) else { return nil }
+                return Version(
+                    clock: HybridTimestamp(packed: clock) ?? .zero,
+                    siteID: try row.decode(Data?.self, at: index + 1) ?? identity.siteID)
+            }
+            return (try row.decode(Bool.self, at: 0), try version(at: 1), try version(at: 3))
+        }
     }
 
     private func recordVersion(
         _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
     ) throws {
-        try db.execute(
-            """
-            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
-            VALUES (\(tableID), \(key), \(column), \(clock.packed), \(site))
-            ON CONFLICT (tableID, pk, columnName) DO UPDATE
-                SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
-            """)
+        try db.cachedStatement(Self.recordVersionSQL).run(
+            binding: [.integer(Int64(tableID)), key, .text(column), .integer(clock.packed), .integer(Int64(site))])
     }
+
+    /// A fixed text with every value bound: written for each applied change, it is neither built
+    /// nor parsed again.
+    private static let recordVersionSQL = """
+        INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (tableID, pk, columnName) DO UPDATE
+            SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
+        """
 
     func trackedTableID(_ name: String, _ db: Database) throws -> Int {
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_tables (name) VALUES (\(name))")
@@ -514,7 +519,8 @@ private final class ApplyLookups {
     private var tableIDs: [String: Int] = [:]
     private var siteNumbers: [Data: Int] = [:]
     private var keyedTexts: [String: String] = [:]
-    private var insertTexts: [String: [[String]: String]] = [:]
+    private var inserts: [String: [[String]: Statement]] = [:]
+    private var rowStates: [String: Statement] = [:]
 
     func table(_ name: String, in schema: SchemaSnapshot) -> TableDefinition? {
         if let known = tables[name] { return known }
@@ -566,14 +572,35 @@ private final class ApplyLookups {
         return text
     }
 
-    /// `INSERT INTO main."table" ("a", "b", …) VALUES (?, ?, …)` for `names` in order, its text made once.
-    func insertSQL(_ table: String, _ names: [String]) -> String {
-        if let known = insertTexts[table]?[names] { return known }
-        let text =
+    /// `INSERT INTO main."table" ("a", "b", …) VALUES (?, ?, …)` for `names` in order, prepared
+    /// once for the batch.
+    func insertStatement(_ table: String, _ names: [String], _ db: Database) throws -> Statement {
+        if let known = inserts[table]?[names] { return known }
+        let statement = try db.cachedStatement(
             "INSERT INTO main.\(quoteIdentifier(table)) (\(names.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
-            + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
-        insertTexts[table, default: [:]][names] = text
-        return text
+                + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")")
+        inserts[table, default: [:]][names] = statement
+        return statement
+    }
+
+    /// Whether a row of `table` is present and its creation and deletion entries, in one row: the
+    /// key's values bound first (`?1`…), then the table's number and the logged key. A row
+    /// always comes back (the joins are outer); prepared once for the batch.
+    func rowStateStatement(_ table: String, _ keys: [String], _ db: Database) throws -> Statement {
+        if let known = rowStates[table] { return known }
+        let match = keys.enumerated().map { "\(quoteIdentifier($1)) = ?\($0 + 1)" }.joined(separator: " AND ")
+        let (tableID, pk) = ("?\(keys.count + 1)", "?\(keys.count + 2)")
+        let statement = try db.cachedStatement(
+            """
+            SELECT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(table)) WHERE \(match)), c.clock, cs.siteID, d.clock, ds.siteID
+            FROM (SELECT 1)
+            LEFT JOIN ostore_meta.ostore_changes AS c ON c.tableID = \(tableID) AND c.pk = \(pk) AND c.columnName = ''
+            LEFT JOIN ostore_meta.ostore_sites AS cs ON cs.id = c.site
+            LEFT JOIN ostore_meta.ostore_changes AS d ON d.tableID = \(tableID) AND d.pk = \(pk) AND d.columnName = '-'
+            LEFT JOIN ostore_meta.ostore_sites AS ds ON ds.id = d.site
+            """)
+        rowStates[table] = statement
+        return statement
     }
 
     /// After a savepoint's rollback: a number made inside it is gone from the metadatabase.

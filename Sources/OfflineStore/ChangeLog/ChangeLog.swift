@@ -64,15 +64,20 @@ public struct ChangeLog: Sendable {
 
     private func pendingChanges(from entries: [Row], _ db: Database) throws -> [PendingChange] {
         var changes: [PendingChange] = []
-        // Per table name, its definition and key columns: normalising a definition to find its key
-        // cost more than reading the row.
-        var tables: [String: (table: TableDefinition, keyColumns: [String])?] = [:]
+        // Per table name, its definition, key columns and the statement reading a row by key:
+        // normalising a definition to find its key, or building the query, cost more than reading
+        // the row.
+        var tables: [String: (table: TableDefinition, keyColumns: [String], read: Statement)?] = [:]
         for entry in entries {
             let tableName: String = try entry.decode(at: 1)
             if tables[tableName] == nil {
-                tables[tableName] = .some(schema.table(named: tableName).map { ($0, ChangeTracker.keyColumns(of: $0)) })
+                tables[tableName] = .some(
+                    try schema.table(named: tableName).map { table in
+                        let keyColumns = ChangeTracker.keyColumns(of: table)
+                        return (table, keyColumns, try Self.rowStatement(table.name, keyColumns, db))
+                    })
             }
-            guard let (table, keyColumns) = tables[tableName] ?? nil else { continue }
+            guard let (table, keyColumns, read) = tables[tableName] ?? nil else { continue }
             let keyValues = try LoggedKey.values(try entry.decode(at: 2), columnCount: keyColumns.count)
             let primaryKey = Dictionary(uniqueKeysWithValues: zip(keyColumns, keyValues))
             let columnName: String = try entry.decode(at: 3)
@@ -82,7 +87,9 @@ public struct ChangeLog: Sendable {
                 columns: [:], clock: clock)
             if columnName != "-" {
                 // A row changed and then deleted is pushed as its delete alone.
-                guard let row = try currentRow(db, table: table.name, key: primaryKey) else { continue }
+                guard let row = try read.withFirstRow(binding: keyValues, { try $0?.valuesByColumnName() }) else {
+                    continue
+                }
                 if columnName.isEmpty {
                     change.operation = .insert
                     change.columns = row
@@ -122,12 +129,10 @@ public struct ChangeLog: Sendable {
             ?? 0
     }
 
-    private func currentRow(_ db: Database, table: String, key: [String: DatabaseValue]) throws
-        -> [String: DatabaseValue]?
-    {
-        let columns = key.keys.sorted()
-        let sql = Self.rowSQL("SELECT * FROM", table, columns, columns.map { key[$0]! }, set: [:])
-        return try db.fetchOne(sql)?.valuesByColumnName()
+    /// `SELECT * FROM main."table" WHERE "key" = ?1 AND …`: a row as it is now, for a push.
+    private static func rowStatement(_ table: String, _ keyColumns: [String], _ db: Database) throws -> Statement {
+        let match = keyColumns.enumerated().map { "\(quoteIdentifier($1)) = ?\($0 + 1)" }.joined(separator: " AND ")
+        return try db.cachedStatement("SELECT * FROM main.\(quoteIdentifier(table)) WHERE \(match)")
     }
 }
 
