@@ -26,8 +26,13 @@ public final class SyncEngine {
         public var dataset: String
         /// The bearer token; sent in a header, never logged or shown in errors.
         public var token: String
-        public var pushBatchSize = 1_000
-        public var pullPageSize = 1_000
+        /// Changes per push, at most the server's `maxChangesPerPush` (and fewer when their body
+        /// would exceed its `maxBodyBytes`). Each push is a commit on the server, with an fsync:
+        /// 5,000 took a third less server CPU per change than 1,000.
+        public var pushBatchSize = 5_000
+        /// Changes per pull page, at most the server's `maxChangesPerPull`. Each page is applied in
+        /// one transaction; two pages are in memory at once (the one applied and the next).
+        public var pullPageSize = 5_000
         public var retry = RetryPolicy()
 
         public init(server: URL, dataset: String, token: String) {
@@ -151,8 +156,16 @@ public final class SyncEngine {
         var readAfter: Int64?
         do throws(SyncError) {
             while true {
-                let next = try store { try log.pendingChanges(db, after: readAfter, limit: batchSize) }.map {
+                var next = try store { try log.pendingChanges(db, after: readAfter, limit: batchSize) }.map {
                     Change($0, site: site)
+                }
+                // Encoded before waiting for the batch in flight, so this work too is done while
+                // the server stores that one. A batch of wide rows is halved until the server's
+                // body limit takes it (one change still too large is sent, and refused with 413).
+                var body = try encodePush(next)
+                while body.count > limits.maxBodyBytes, next.count > 1 {
+                    next.removeLast(next.count / 2)
+                    body = try encodePush(next)
                 }
                 if let sent = inFlight {
                     inFlight = nil
@@ -166,7 +179,7 @@ public final class SyncEngine {
                     }
                 }
                 guard let last = next.last else { return }
-                inFlight = (try send(next), next)
+                inFlight = (send(body), next)
                 readAfter = last.seq
             }
         } catch {
@@ -175,14 +188,16 @@ public final class SyncEngine {
         }
     }
 
-    /// Encodes the push here, while the batch before is still with the server, and sends it on
-    /// another thread.
-    private func send(_ changes: [Change]) throws(SyncError) -> Prefetch<PushResponse> {
-        let requests = requests
-        let body = try SyncRequests.encode(
+    private func encodePush(_ changes: [Change]) throws(SyncError) -> Data {
+        try SyncRequests.encode(
             PushRequest(
                 protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
                 changes: changes))
+    }
+
+    /// Sends an encoded push on another thread.
+    private func send(_ body: Data) -> Prefetch<PushResponse> {
+        let requests = requests
         return Prefetch { (isCancelled) throws(SyncError) -> PushResponse in
             try requests.exchange("push", body: body, isCancelled: isCancelled)
         }
@@ -218,7 +233,7 @@ public final class SyncEngine {
                 guard index == 0 else {
                     changes = Array(changes.prefix(index))
                     let prefix = changes
-                    answer = Result { () throws(SyncError) -> PushResponse in try send(prefix).value() }
+                    answer = Result { () throws(SyncError) -> PushResponse in try send(encodePush(prefix)).value() }
                     continue
                 }
                 let refused = changes[0]
@@ -246,21 +261,28 @@ public final class SyncEngine {
         let request = PullRequest(
             protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
             cursor: state.cursor, limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull)))
-        func fetch(after cursor: String?) -> Prefetch<PullResponse> {
+        // A page comes with its changes already in the store's terms (and without the wire's copy
+        // of them), converted on the thread that read it, not on the one applying the page before.
+        typealias Pulled = (page: PullResponse, changes: [RemoteChange])
+        func fetch(after cursor: String?) -> Prefetch<Pulled> {
             var resumed = request
             resumed.cursor = cursor
             let asked = resumed
-            return Prefetch { (isCancelled) throws(SyncError) -> PullResponse in
-                try requests.exchange("pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
+            return Prefetch { (isCancelled) throws(SyncError) -> Pulled in
+                var page = try requests.exchange(
+                    "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
+                let changes = page.changes.map(RemoteChange.init)
+                page.changes = []
+                return (page, changes)
             }
         }
         var total: Int?
         var next = fetch(after: state.cursor)
         while true {
-            let page: PullResponse
-            switch Result(catching: { () throws(SyncError) -> PullResponse in try next.value() }) {
+            let (page, changes): Pulled
+            switch Result(catching: { () throws(SyncError) -> Pulled in try next.value() }) {
             case .success(let answer):
-                page = answer
+                (page, changes) = answer
             case .failure(let error):
                 // The server can no longer serve the cursor (restored from a backup, or another
                 // server at this address): drop it and download the dataset again, once per sync.
@@ -278,14 +300,14 @@ public final class SyncEngine {
             // applied page is saved, as before.
             if page.hasMore { next = fetch(after: page.cursor) }
             do throws(SyncError) {
-                if !page.changes.isEmpty {
-                    let outcome = try store { try log.apply(page.changes.map(RemoteChange.init), to: db) }
+                if !changes.isEmpty {
+                    let outcome = try store { try log.apply(changes, to: db) }
                     report.refused += outcome.rejected.count
                     if let afterApplyingChanges {
                         try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                     }
                 }
-                report.pulled += page.changes.count
+                report.pulled += changes.count
                 // Saved only once the page is applied: a crash in between pulls the page again, and
                 // applying it again changes nothing.
                 state.cursor = page.cursor

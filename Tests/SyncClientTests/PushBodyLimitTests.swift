@@ -1,0 +1,43 @@
+import Foundation
+import OfflineStore
+import SyncClient
+import TestSupport
+import Testing
+
+/// A server whose body limit (`--max-body-bytes`, announced in the hello) is far below what a
+/// batch of `pushBatchSize` changes weighs: the engine sends the queue in pushes the server takes.
+@Suite("Push bodies within the server's limit")
+struct PushBodyLimitTests {
+    @Test func aBatchTooLargeForTheServersBodyLimitIsSentInSmallerPushes() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(
+            dataDirectory: directory.url.appendingPathComponent("data"), arguments: ["--max-body-bytes", "4096"])
+        let token = try makeDataset(server, "family")
+        let (alice, bob) = try (
+            SyncPeer(
+                name: "alice", path: directory.path("alice.sqlite"), server: server.baseURL, dataset: "family",
+                token: token, batchSize: 5_000),
+            SyncPeer(
+                name: "bob", path: directory.path("bob.sqlite"), server: server.baseURL, dataset: "family",
+                token: token)
+        )
+        // About 400 bytes per change on the wire: 41 changes need five pushes or more.
+        let title = String(repeating: "wide ", count: 60)
+        try alice.db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            for index in 0..<40 {
+                try db.execute(
+                    "INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \(title + String(index)), 'L')")
+            }
+        }
+
+        let pushed = try alice.engine.sync()
+        #expect(pushed.pushed == 41)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        let pulled = try bob.engine.sync()
+        #expect(pulled.pulled == 41)
+        #expect(try bob.count("reminders") == 40)
+        #expect(
+            try bob.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R39'") == title + "39")
+    }
+}
