@@ -28,51 +28,27 @@ struct CanonicalJSONWriterTests {
     }
 
     @Test func pullPagesAreWrittenAsTheEncoderWritesThem() throws {
-        var random = SplitMix64(seed: 0x9a6e)
-        var pages: [PullResponse] = []
-        for name in ProtocolFiles.messageVectorFileNames where name.hasPrefix("pull-response.") {
-            pages.append(
-                try ProtocolJSON.decode(
-                    PullResponse.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard))
-        }
-        #expect(pages.count >= 2)
-        for _ in 0..<200 {
-            pages.append(
-                PullResponse(
-                    changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) },
-                    cursor: RandomChanges.text(&random), hasMore: random.next() % 2 == 0,
-                    phase: random.next() % 2 == 0 ? .snapshot : .log,
-                    remaining: Int64(bitPattern: random.next()) >> (random.next() % 64)))
-        }
-        for page in pages {
-            var writer = CanonicalJSONWriter()
-            try writer.write(page)
-            #expect(writer.text == String(decoding: try ProtocolJSON.encode(page), as: UTF8.self))
+        try expectSameBytes(vectors: "pull-response.", atLeast: 2, seed: 0x9a6e) { random in
+            PullResponse(
+                changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) },
+                cursor: RandomChanges.text(&random), hasMore: random.next() % 2 == 0,
+                phase: random.next() % 2 == 0 ? .snapshot : .log,
+                remaining: Int64(bitPattern: random.next()) >> (random.next() % 64))
+        } write: {
+            try $0.write($1)
         }
     }
 
     @Test func pushesAreWrittenAsTheEncoderWritesThem() throws {
-        var random = SplitMix64(seed: 0x9054)
-        var pushes: [PushRequest] = []
-        for name in ProtocolFiles.messageVectorFileNames where name.hasPrefix("push-request.") {
-            pushes.append(
-                try ProtocolJSON.decode(
-                    PushRequest.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard))
-        }
-        #expect(pushes.count >= 1)
-        for _ in 0..<200 {
-            pushes.append(
-                PushRequest(
-                    protocolVersion: Int(Int32(truncatingIfNeeded: random.next())),
-                    schemaVersion: SchemaVersion(
-                        Int(random.next() % 1_000_000_000), Int(random.next() % 12), Int(random.next() % 3)),
-                    site: SiteID(bytes: Data((0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }))!,
-                    changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) }))
-        }
-        for push in pushes {
-            var writer = CanonicalJSONWriter()
-            try writer.write(push)
-            #expect(writer.text == String(decoding: try ProtocolJSON.encode(push), as: UTF8.self))
+        try expectSameBytes(vectors: "push-request.", atLeast: 1, seed: 0x9054) { random in
+            PushRequest(
+                protocolVersion: Int(Int32(truncatingIfNeeded: random.next())),
+                schemaVersion: SchemaVersion(
+                    Int(random.next() % 1_000_000_000), Int(random.next() % 12), Int(random.next() % 3)),
+                site: SiteID(bytes: Data((0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }))!,
+                changes: (0..<Int(random.next() % 6)).map { _ in RandomChanges.change(&random) })
+        } write: {
+            try $0.write($1)
         }
     }
 
@@ -80,6 +56,25 @@ struct CanonicalJSONWriterTests {
         var writer = CanonicalJSONWriter()
         #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }
         #expect(throws: EncodingError.self) { try ProtocolJSON.encode(WireValue.real(.nan)) }
+    }
+
+    /// The messages of the vector files whose names start with `prefix` (at least `minimum` of
+    /// them) and 200 random ones: each, as `write` has the writer write it, is what the encoder writes.
+    private func expectSameBytes<Message: Codable>(
+        vectors prefix: String, atLeast minimum: Int, seed: UInt64, random make: (inout SplitMix64) -> Message,
+        write: (inout CanonicalJSONWriter, Message) throws -> Void
+    ) throws {
+        var messages = try ProtocolFiles.messageVectorFileNames.filter { $0.hasPrefix(prefix) }.map { name in
+            try ProtocolJSON.decode(Message.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard)
+        }
+        #expect(messages.count >= minimum)
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<200 { messages.append(make(&random)) }
+        for message in messages {
+            var writer = CanonicalJSONWriter()
+            try write(&writer, message)
+            #expect(writer.text == String(decoding: try ProtocolJSON.encode(message), as: UTF8.self))
+        }
     }
 
     private func expectSameBytes(_ change: Change) throws {

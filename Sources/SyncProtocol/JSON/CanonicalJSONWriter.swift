@@ -150,12 +150,8 @@ public struct CanonicalJSONWriter: Sendable {
 
     /// A pull page, its members in sorted order: changes, cursor, hasMore, phase, remaining.
     public mutating func write(_ response: PullResponse) throws {
-        raw(#"{"changes":["#)
-        for (index, change) in response.changes.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            try write(change)
-        }
-        raw(#"],"cursor":"#)
+        try openWith(response.changes)
+        raw(#","cursor":"#)
         string(response.cursor)
         raw(response.hasMore ? #","hasMore":true,"phase":"# : #","hasMore":false,"phase":"#)
         string(response.phase.rawValue)
@@ -168,18 +164,24 @@ public struct CanonicalJSONWriter: Sendable {
     /// client writes its pushes with it: through `Encodable`, encoding a push cost a client more
     /// than reading its changes from the log.
     public mutating func write(_ request: PushRequest) throws {
-        raw(#"{"changes":["#)
-        for (index, change) in request.changes.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            try write(change)
-        }
-        raw(#"],"protocolVersion":"#)
+        try openWith(request.changes)
+        raw(#","protocolVersion":"#)
         bytes.append(contentsOf: String(request.protocolVersion).utf8)
         raw(#","schemaVersion":"#)
         string(request.schemaVersion.description)
         raw(#","site":"#)
         siteID(request.site)
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// `{"changes":[…]`, the first member of a pull page and of a push.
+    private mutating func openWith(_ changes: [Change]) throws {
+        raw(#"{"changes":["#)
+        for (index, change) in changes.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            try write(change)
+        }
+        bytes.append(UInt8(ascii: "]"))
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
