@@ -80,7 +80,7 @@ public final class PostgresCluster: @unchecked Sendable {
     /// A new, empty database; its URL.
     public func createDatabase() throws -> String {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        try Self.spawn([
+        try SpawnedCommand.runToEnd([
             binaries.appendingPathComponent("createdb").path, "-h", "127.0.0.1", "-p", String(port), "-U", "postgres",
             name,
         ])
@@ -93,7 +93,9 @@ public final class PostgresCluster: @unchecked Sendable {
     /// `pg_dump --format=custom` (one consistent snapshot).
     /// See <https://www.postgresql.org/docs/15/app-pgdump.html>.
     public func dump(_ url: String, to file: String) throws {
-        try Self.spawn([binaries.appendingPathComponent("pg_dump").path, "--format=custom", "--file", file, url])
+        try SpawnedCommand.runToEnd([
+            binaries.appendingPathComponent("pg_dump").path, "--format=custom", "--file", file, url,
+        ])
     }
 
     /// Puts the backup in `file` back into the database at `url` as docs/POSTGRES.md tells an
@@ -101,7 +103,7 @@ public final class PostgresCluster: @unchecked Sendable {
     /// which drops what the database holds now and recreates it from the dump.
     /// See <https://www.postgresql.org/docs/15/app-pgrestore.html>.
     public func restore(_ file: String, into url: String) throws {
-        try Self.spawn([
+        try SpawnedCommand.runToEnd([
             binaries.appendingPathComponent("pg_restore").path, "--clean", "--if-exists", "--single-transaction",
             "--dbname", url, file,
         ])
@@ -109,7 +111,7 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// Runs `sql` on the database at `url` with `psql`, stopping at the first error.
     public func execute(_ sql: String, in url: String) throws {
-        try Self.spawn([
+        try SpawnedCommand.runToEnd([
             binaries.appendingPathComponent("psql").path, "--no-psqlrc", "--quiet", "--set", "ON_ERROR_STOP=1",
             "--dbname", url, "--command", sql,
         ])
@@ -117,36 +119,8 @@ public final class PostgresCluster: @unchecked Sendable {
 
     private func asPostgres(_ tool: String, _ arguments: [String]) throws {
         let path = binaries.appendingPathComponent(tool).path
-        try Self.spawn(
+        try SpawnedCommand.runToEnd(
             getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments)
-    }
-
-    /// Runs a command to its end with its output in a file, through posix_spawn and waitpid rather
-    /// than `Process`: `pg_ctl start` leaves the server running with descriptors Foundation's
-    /// `Process` watches, so `waitUntilExit()` would never return.
-    private static func spawn(_ arguments: [String]) throws {
-        let output = NSTemporaryDirectory() + "ostore-postgres-command-\(UUID().uuidString).log"
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pointers = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in pointers { free(pointer) } }
-        var pid: pid_t = 0
-        var status = posix_spawn(&pid, arguments[0], &actions, nil, &pointers, environ)
-        if status == 0 {
-            var exitStatus: Int32 = 0
-            while waitpid(pid, &exitStatus, 0) < 0 && errno == EINTR {}
-            // WIFEXITED and WEXITSTATUS are macros Swift does not import.
-            status = (exitStatus & 0x7f) == 0 ? (exitStatus >> 8) & 0xff : 128 + (exitStatus & 0x7f)
-        }
-        guard status == 0 else {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            throw CommandFailure(command: arguments.joined(separator: " "), status: status, error: text)
-        }
     }
 
     /// The newest `/usr/lib/postgresql/N/bin` with `initdb` (Debian's layout; `postgresql` package).
@@ -189,6 +163,6 @@ public final class PostgresCluster: @unchecked Sendable {
             + "'\(binaries.path)/pg_ctl' -D '\(directory.path)/data' stop -m immediate"
         let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop); rm -rf '\(directory.path)'"
         // `setsid -f` forks the watchdog off in a session of its own and returns at once.
-        try spawn(["/usr/bin/setsid", "-f", "/bin/sh", "-c", script])
+        try SpawnedCommand.runToEnd(["/usr/bin/setsid", "-f", "/bin/sh", "-c", script])
     }
 }
