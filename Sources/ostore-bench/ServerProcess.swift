@@ -140,6 +140,14 @@ final class ServerProcess {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Bytes the server has had written to the disk so far (`write_bytes` of `/proc/PID/io`): what
+    /// its WAL, its checkpoints and its temporary files cost, whatever the page cache did with them.
+    func diskWrittenBytes() -> Int {
+        let io = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/io", encoding: .utf8)) ?? ""
+        let line = io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
     private func statusField(_ name: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""

@@ -10,8 +10,10 @@ struct Phase: Encodable {
     let seconds: Double
     /// User + system CPU the server process used during the phase.
     let serverCPUSeconds: Double
+    /// Bytes the server had written to the disk during the phase (PostgreSQL's own not counted).
+    let serverDiskWrittenBytes: Int
 
-    init(_ outcome: ServerWorkloads.Outcome, serverCPUSeconds: Double) {
+    init(_ outcome: ServerWorkloads.Outcome, serverCPUSeconds: Double, serverDiskWrittenBytes: Int) {
         let sorted = outcome.latencies.sorted()
         /// Nearest rank: the smallest latency at or above which `fraction` of the requests lie.
         func percentile(_ fraction: Double) -> Double {
@@ -25,6 +27,7 @@ struct Phase: Encodable {
         p99Milliseconds = percentile(0.99)
         seconds = outcome.seconds
         self.serverCPUSeconds = serverCPUSeconds
+        self.serverDiskWrittenBytes = serverDiskWrittenBytes
     }
 
     enum CodingKeys: String, CodingKey {
@@ -34,6 +37,7 @@ struct Phase: Encodable {
         case p99Milliseconds = "p99_ms"
         case seconds = "wall_s"
         case serverCPUSeconds = "server_cpu_s"
+        case serverDiskWrittenBytes = "server_disk_written_bytes"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -44,6 +48,7 @@ struct Phase: Encodable {
         try container.encode((p99Milliseconds * 1000).rounded() / 1000, forKey: .p99Milliseconds)
         try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
         try container.encode((serverCPUSeconds * 1000).rounded() / 1000, forKey: .serverCPUSeconds)
+        try container.encode(serverDiskWrittenBytes, forKey: .serverDiskWrittenBytes)
     }
 }
 
@@ -94,8 +99,8 @@ struct ServerResult: Encodable {
 
     static func table(_ results: [ServerResult]) -> String {
         let header = [
-            "servers", "clients", "pushed", "push/s", "push p50", "push p99", "srv CPU", "pulled", "pull/s", "pull p50",
-            "pull p99", "srv CPU", "srv peak RSS", "target",
+            "servers", "clients", "pushed", "push/s", "push p50", "push p99", "srv CPU", "disk/chg", "pulled", "pull/s",
+            "pull p50", "pull p99", "srv CPU", "srv peak RSS", "target",
         ]
         func ms(_ value: Double) -> String { String(format: value < 100 ? "%.1f ms" : "%.0f ms", value) }
         func rate(_ value: Double) -> String { String(Int(value.rounded())) }
@@ -104,7 +109,11 @@ struct ServerResult: Encodable {
                 String(result.servers), String(result.clients), String(result.pushed),
                 rate(result.push.changesPerSecond),
                 ms(result.push.p50Milliseconds), ms(result.push.p99Milliseconds),
-                String(format: "%.1f s", result.push.serverCPUSeconds), String(result.pulled),
+                String(format: "%.1f s", result.push.serverCPUSeconds),
+                String(
+                    format: "%.1f KiB",
+                    Double(result.push.serverDiskWrittenBytes) / 1024 / Double(max(result.pushed, 1))),
+                String(result.pulled),
                 rate(result.pull.changesPerSecond), ms(result.pull.p50Milliseconds), ms(result.pull.p99Milliseconds),
                 String(format: "%.1f s", result.pull.serverCPUSeconds),
                 String(format: "%.1f MiB", Double(result.serverPeakBytes) / 1_048_576),

@@ -94,11 +94,15 @@ struct ServerWorkloads {
 
         // The servers' CPU time; PostgreSQL's own is not counted.
         func serverCPU() -> Double { servers.map { $0.cpuSeconds() }.reduce(0, +) }
+        func serverDiskWrites() -> Int { servers.map { $0.diskWrittenBytes() }.reduce(0, +) }
         let pushCPU = serverCPU()
+        let pushWrites = serverDiskWrites()
         let push = try runConcurrently(peers) { peer in try peer.pushAll() }
         let pullCPU = serverCPU()
+        let pullWrites = serverDiskWrites()
         let pull = try runConcurrently(peers) { peer in try peer.pullAll(limit: options.pullLimit) }
         let endCPU = serverCPU()
+        let endWrites = serverDiskWrites()
         let peak = servers.map { $0.peakResidentBytes() }.max() ?? 0
         for server in servers { server.stop() }
 
@@ -109,8 +113,10 @@ struct ServerWorkloads {
         return ServerResult(
             backend: options.backend, servers: serverCount, clients: clients, batch: options.batch,
             pushed: push.counts.reduce(0, +),
-            push: Phase(push, serverCPUSeconds: pullCPU - pushCPU), pulled: pull.counts.reduce(0, +),
-            pull: Phase(pull, serverCPUSeconds: endCPU - pullCPU), serverPeakBytes: peak,
+            push: Phase(push, serverCPUSeconds: pullCPU - pushCPU, serverDiskWrittenBytes: pullWrites - pushWrites),
+            pulled: pull.counts.reduce(0, +),
+            pull: Phase(pull, serverCPUSeconds: endCPU - pullCPU, serverDiskWrittenBytes: endWrites - pullWrites),
+            serverPeakBytes: peak,
             met: clients == Self.targetClients
                 ? Double(push.counts.reduce(0, +)) / push.seconds >= Self.pushTarget : nil)
     }

@@ -20,10 +20,13 @@ import OfflineStore
 /// See <https://www.sqlite.org/lang_savepoint.html>.
 final class GroupCommit: Sendable {
     private let pool: DatabasePool
+    /// Runs after each group's transaction has committed, before its pushes are answered.
+    private let afterCommit: @Sendable () -> Void
     private let queue = Queue()
 
-    init(pool: DatabasePool) {
+    init(pool: DatabasePool, afterCommit: @escaping @Sendable () -> Void = {}) {
         self.pool = pool
+        self.afterCommit = afterCommit
     }
 
     /// Runs `work` in a savepoint of the next group's transaction and returns its result once
@@ -43,6 +46,7 @@ final class GroupCommit: Sendable {
             queue.waiting = []
             queue.condition.unlock()
             let results = commit(group)
+            afterCommit()
             queue.condition.lock()
             for (ticket, result) in zip(group, results) { ticket.result = result }
             queue.isWriting = false
