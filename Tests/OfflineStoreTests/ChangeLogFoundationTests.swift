@@ -178,6 +178,20 @@ struct MetadatabaseTests {
         #expect(try MigrationStatus.problems(in: db).isEmpty)
     }
 
+    @Test func theMetadatabaseTakesMainsSynchronousAndACacheOfAtLeast16MiB() throws {
+        let db = try Database(path: directory.path("store.sqlite"))
+        try Metadatabase.attach(to: db)
+        #expect(try db.fetchValue(Int.self, "PRAGMA ostore_meta.synchronous") == 1)
+        #expect(try db.fetchValue(Int.self, "PRAGMA ostore_meta.cache_size") == -16_384)
+
+        // A larger cache of the user's file, in pages, is carried over in KiB.
+        let large = try Database(path: directory.path("large.sqlite"))
+        try large.execute(sql: "PRAGMA cache_size = 10000")
+        try Metadatabase.attach(to: large)
+        let pageSize = try #require(try large.fetchValue(Int.self, "PRAGMA page_size"))
+        #expect(try large.fetchValue(Int.self, "PRAGMA ostore_meta.cache_size") == -(10_000 * pageSize / 1024))
+    }
+
     @Test func anInMemoryDatabaseHasNoMetadatabase() throws {
         #expect(throws: ChangeLogError.self) { try Metadatabase.attach(to: try Database.inMemory()) }
     }
