@@ -40,4 +40,43 @@ struct PushBodyLimitTests {
         #expect(
             try bob.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R39'") == title + "39")
     }
+
+    /// Regression: a change too large for the server's body limit on its own was sent, refused
+    /// with 413, and failed the sync, every sync, so nothing queued after it was ever pushed.
+    @Test func aChangeTooLargeForTheServerOnItsOwnIsKeptAsRefusedAndTheRestIsPushed() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(
+            dataDirectory: directory.url.appendingPathComponent("data"), arguments: ["--max-body-bytes", "4096"])
+        let token = try makeDataset(server, "family")
+        let (alice, bob) = try (
+            SyncPeer(
+                name: "alice", path: directory.path("alice.sqlite"), server: server.baseURL, dataset: "family",
+                token: token),
+            SyncPeer(
+                name: "bob", path: directory.path("bob.sqlite"), server: server.baseURL, dataset: "family",
+                token: token)
+        )
+        try alice.db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('before', 'small', 'L')")
+            try db.execute(
+                "INSERT INTO reminders (id, title, listID) VALUES ('huge', \(String(repeating: "x", count: 8_000)), 'L')")
+            try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('after', 'small too', 'L')")
+        }
+
+        let report = try alice.engine.sync()
+        #expect(report.pushed == 3)
+        #expect(report.rejected == 1)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        let refused = try alice.log.rejectedChanges(alice.db)
+        #expect(refused.map(\.code) == ["body_too_large"])
+        #expect(refused.first?.change.contains("huge") == true)
+        #expect(refused.first?.reason.contains("4096") == true)
+        // The row stays on the device that wrote it; the others reach the other device.
+        #expect(try alice.count("reminders") == 3)
+
+        _ = try bob.engine.sync()
+        #expect(try bob.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id") == ["after", "before"])
+        #expect(try alice.engine.sync().rejected == 0)
+    }
 }

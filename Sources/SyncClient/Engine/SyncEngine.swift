@@ -161,7 +161,7 @@ public final class SyncEngine {
                 }
                 // Encoded before waiting for the batch in flight, so this work too is done while
                 // the server stores that one. A batch of wide rows is halved until the server's
-                // body limit takes it (one change still too large is sent, and refused with 413).
+                // body limit takes it (one change still too large is kept as refused, below).
                 var body = try encodePush(next)
                 while body.count > limits.maxBodyBytes, next.count > 1 {
                     next.removeLast(next.count / 2)
@@ -177,6 +177,19 @@ public final class SyncEngine {
                         readAfter = nil
                         continue
                     }
+                }
+                if next.count == 1, body.count > limits.maxBodyBytes {
+                    // The server would answer 413 to this change whatever the batch, so sending it
+                    // would block every change queued after it, sync after sync. It is kept with
+                    // the reason, as a change the server refused is; what precedes it is settled.
+                    try keepRefused(
+                        next[0], code: ErrorCode.bodyTooLarge.rawValue,
+                        reason: "the change alone is \(body.count) bytes as a push, more than the server takes "
+                            + "(\(limits.maxBodyBytes) bytes, its --max-body-bytes); store large values elsewhere "
+                            + "or raise the server's limit, then write the row again",
+                        report: &report)
+                    readAfter = nil
+                    continue
                 }
                 guard let last = next.last else { return }
                 inFlight = (send(body), next)
@@ -227,7 +240,10 @@ public final class SyncEngine {
                 report.pushed += changes.count
                 return changes.count == batch.count && ack.acknowledgedThrough >= (batch.last?.seq ?? 0)
             case .failure(let error):
-                guard error.kind == .server, error.status == 400, let index = error.changeIndex,
+                // A 413 for a push of one change names that change as a 400 does (the server's
+                // limit went down since the hello announced it).
+                let named = error.status == 413 && changes.count == 1 ? 0 : error.changeIndex
+                guard error.kind == .server, error.status == 400 || error.status == 413, let index = named,
                     changes.indices.contains(index)
                 else { throw error }
                 guard index == 0 else {
@@ -236,22 +252,29 @@ public final class SyncEngine {
                     answer = Result { () throws(SyncError) -> PushResponse in try send(encodePush(prefix)).value() }
                     continue
                 }
-                let refused = changes[0]
-                try store {
-                    try db.transaction(.immediate) { db in
-                        try log.recordRejected(
-                            RejectedChangeRecord(
-                                rejectedAt: Date(), code: error.code?.rawValue ?? "?", reason: error.message,
-                                change: String(decoding: try ProtocolJSON.encode(refused), as: UTF8.self)),
-                            db)
-                        try log.markPushed(db, upTo: refused.seq)
-                    }
-                }
-                report.rejected += 1
+                try keepRefused(changes[0], code: error.code?.rawValue ?? "?", reason: error.message, report: &report)
                 // What followed it comes in the next round, read again from the log.
                 return false
             }
         }
+    }
+
+    /// Keeps `refused`, the oldest change still queued, in the refused-changes table with the
+    /// reason, and takes it off the queue so the changes after it can be pushed.
+    private func keepRefused(
+        _ refused: Change, code: String, reason: String, report: inout SyncReport
+    ) throws(SyncError) {
+        try store {
+            try db.transaction(.immediate) { db in
+                try log.recordRejected(
+                    RejectedChangeRecord(
+                        rejectedAt: Date(), code: code, reason: reason,
+                        change: String(decoding: try ProtocolJSON.encode(refused), as: UTF8.self)),
+                    db)
+                try log.markPushed(db, upTo: refused.seq)
+            }
+        }
+        report.rejected += 1
     }
 
     private func pull(
