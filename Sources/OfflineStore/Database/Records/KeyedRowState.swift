@@ -44,14 +44,16 @@ final class KeyedRowState {
 
     /// Starts decoding the statement's row of count `generation`.
     @usableFromInline
-    func begin(generation: UInt64, columns: RowColumns) {
+    func begin(generation: UInt64) {
         self.generation = generation
         position = 0
         // A re-prepared statement (`SELECT *` after a schema change) may have moved its columns.
-        if columns !== self.columns {
-            self.columns = columns
-            learnedNames.removeAll(keepingCapacity: true)
-            learnedColumns.removeAll(keepingCapacity: true)
+        statement._withUnsafeGuaranteedRef { statement in
+            if statement.columns !== columns {
+                columns = statement.columns
+                learnedNames.removeAll(keepingCapacity: true)
+                learnedColumns.removeAll(keepingCapacity: true)
+            }
         }
     }
 
@@ -130,8 +132,11 @@ private let recycledStates = RecycledKeyedRowStates()
 @usableFromInline
 final class KeyedContainerCache {
     /// One entry per coding-key type (a record decoding a nested record from the same
-    /// row uses two); few enough that a linear search beats hashing.
-    @usableFromInline @exclusivity(unchecked) var entries: [(keyType: ObjectIdentifier, entry: AnyObject)] = []
+    /// row uses two); few enough that a linear search beats hashing. The references are
+    /// unretained, so that finding one counts no reference: `owned` keeps them.
+    @usableFromInline @exclusivity(unchecked) var entries:
+        [(keyType: ObjectIdentifier, entry: Unmanaged<AnyObject>, state: Unmanaged<KeyedRowState>)] = []
+    @exclusivity(unchecked) private var owned: [AnyObject] = []
     /// More key types than this decode with containers made per row: an entry is never
     /// evicted, since a decoding still running may be using it.
     static let capacity = 8
@@ -147,11 +152,13 @@ final class KeyedContainerCache {
         let keyType = ObjectIdentifier(Key.self)
         var index = 0
         while index < entries.count {
-            if entries[index].keyType == keyType {
-                // Safe: entries of this key type are only ever made below, with this type.
-                let entry = unsafeDowncast(entries[index].entry, to: CachedKeyedContainer<Key>.self)
-                entry.state.begin(generation: generation, columns: statement.columns)
-                return entry.container
+            let slot = entries[index]
+            if slot.keyType == keyType {
+                slot.state._withUnsafeGuaranteedRef { $0.begin(generation: generation) }
+                return slot.entry._withUnsafeGuaranteedRef {
+                    // Safe: entries of this key type are only ever made below, with this type.
+                    unsafeDowncast($0, to: CachedKeyedContainer<Key>.self).container
+                }
             }
             index += 1
         }
@@ -162,13 +169,17 @@ final class KeyedContainerCache {
     func insert<Key: CodingKey>(keyedBy type: Key.Type, statement: Statement, generation: UInt64)
         -> KeyedDecodingContainer<Key>
     {
-        let row = Row(
-            statement: Unmanaged.passUnretained(statement), rowGeneration: statement.rowGeneration,
-            generation: generation)
-        guard entries.count < Self.capacity else { return makeKeyedContainer(row) }
-        let entry = CachedKeyedContainer<Key>(state: KeyedRowState.acquire(for: statement))
-        entry.state.begin(generation: generation, columns: statement.columns)
-        entries.append((ObjectIdentifier(Key.self), entry))
+        guard entries.count < Self.capacity else {
+            return makeKeyedContainer(
+                Row(
+                    statement: Unmanaged.passUnretained(statement), rowGeneration: statement.rowGeneration,
+                    generation: generation))
+        }
+        let state = KeyedRowState.acquire(for: statement)
+        let entry = CachedKeyedContainer<Key>(state: state)
+        state.begin(generation: generation)
+        owned.append(entry)
+        entries.append((ObjectIdentifier(Key.self), Unmanaged.passUnretained(entry), Unmanaged.passUnretained(state)))
         return entry.container
     }
 }
@@ -176,7 +187,7 @@ final class KeyedContainerCache {
 /// A container and the state it reads, kept together; the state is handed back with the entry.
 @usableFromInline
 final class CachedKeyedContainer<Key: CodingKey> {
-    @usableFromInline let state: KeyedRowState
+    let state: KeyedRowState
     @usableFromInline let container: KeyedDecodingContainer<Key>
 
     init(state: KeyedRowState) {
