@@ -16,13 +16,10 @@ private struct Shuffled: Decodable, Equatable, FetchableRecord {
     var done: Bool
 
     enum CodingKeys: String, CodingKey { case id, title, done }
+}
 
-    init(id: Int64, title: String, done: Bool) {
-        self.id = id
-        self.title = title
-        self.done = done
-    }
-
+// In an extension, so that the memberwise initializer stays.
+extension Shuffled {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         if try container.decode(Bool.self, forKey: .done) {
@@ -48,13 +45,9 @@ private struct WithDetails: Decodable, Equatable, FetchableRecord {
     var done: Bool
 
     enum CodingKeys: String, CodingKey { case id, done }
+}
 
-    init(id: Int64, details: Details, done: Bool) {
-        self.id = id
-        self.details = details
-        self.done = done
-    }
-
+extension WithDetails {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(Int64.self, forKey: .id)
