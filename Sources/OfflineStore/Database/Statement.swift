@@ -33,7 +33,7 @@ public final class Statement {
     @usableFromInline let rowGeneration = RowGeneration.acquire()
     /// Column names and their lookup table, read at prepare time and again whenever SQLite
     /// re-prepares the statement (a `SELECT *` after a table rebuild can change them).
-    @usableFromInline @exclusivity(unchecked) private(set) var columns: RowColumns
+    @exclusivity(unchecked) private(set) var columns: RowColumns
     /// The keyed containers ``RowDecoder`` decoded this statement's rows with, reused for the next rows.
     @usableFromInline let keyedContainers = KeyedContainerCache()
     /// `SQLITE_STMTSTATUS_REPREPARE` when `columns` was read.
