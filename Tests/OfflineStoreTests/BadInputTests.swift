@@ -192,6 +192,18 @@ struct BadInputTests {
         #expect(try db.fetchAll(Data.self, "SELECT CAST(CAST(x'FF41' AS TEXT) AS BLOB)") == [Data([0xFF, 0x41])])
     }
 
+    @Test func textInvalidOnlyAfterALongASCIIRunIsAConversionErrorToo() throws {
+        let db = try Database.inMemory()
+        // Twenty ASCII bytes (past the 15 of an inline string, past two 8-byte words), then a lone 0xFF.
+        let sql: SQL = "SELECT CAST(x'4142434445464748494A4B4C4D4E4F5051525354FF' AS TEXT)"
+        let error = try #require(throws: DatabaseError.self) { try db.fetchAll(String.self, sql) }
+        #expect(error.message.contains("not valid UTF-8"))
+        #expect(
+            try db.fetchAll(String.self, "SELECT CAST(x'4142434445464748494A4B4C4D4E4F5051525354' AS TEXT)") == [
+                "ABCDEFGHIJKLMNOPQRST"
+            ])
+    }
+
     @Test func hugeAndOddValues() throws {
         let db = try Database.inMemory()
         try db.execute("CREATE TABLE t (v)")

@@ -84,6 +84,13 @@ public struct Row {
         generation = statement.rowGeneration.current
     }
 
+    /// The row of `statement` whose row count was `generation`: stale unless the statement is still on it.
+    @inlinable
+    init(statement: Unmanaged<Statement>, rowGeneration: RowGeneration, generation: UInt64) {
+        source = .statement(statement, rowGeneration)
+        self.generation = generation
+    }
+
     /// A detached row of values (for tests and for building rows by hand).
     /// Throws a misuse error unless there is exactly one value per column.
     public init(columns: [String], values: [DatabaseValue]) throws {

@@ -34,6 +34,8 @@ public final class Statement {
     /// Column names and their lookup table, read at prepare time and again whenever SQLite
     /// re-prepares the statement (a `SELECT *` after a table rebuild can change them).
     @exclusivity(unchecked) private(set) var columns: RowColumns
+    /// The keyed containers ``RowDecoder`` decoded this statement's rows with, reused for the next rows.
+    @usableFromInline let keyedContainers = KeyedContainerCache()
     /// `SQLITE_STMTSTATUS_REPREPARE` when `columns` was read.
     @exclusivity(unchecked) private var columnsReprepareCount: Int32 = 0
     /// The next step is the first since a reset: the moment SQLite may re-prepare.

@@ -79,16 +79,22 @@ public struct StatementColumn {
 
 /// Text from UTF-8 bytes, or nil when they are not valid UTF-8 (never repaired:
 /// a silent U+FFFD would be data loss). ASCII, the common case, takes the
-/// stdlib's specialized path; `String(validating:)` is generic and slow.
+/// stdlib's specialized paths; `String(validating:)` is generic and slow.
 @inlinable
 func decodeUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
     guard isASCII(bytes) else { return String(validating: bytes, as: UTF8.self) }
-    // ASCII needs no repair, and this initializer takes the stdlib's memcpy path.
-    return String(unsafeUninitializedCapacity: bytes.count) { buffer in
-        guard let base = bytes.baseAddress, let target = buffer.baseAddress else { return 0 }
-        target.initialize(from: base, count: bytes.count)
-        return bytes.count
+    // ASCII needs no repair. Up to 15 bytes the string is stored inline, and filling it in
+    // place is cheapest (about 90 instructions fewer than `String(decoding:)`, callgrind); a
+    // longer one is cheaper through `String(decoding:)` (about 50 fewer), which checks the
+    // bytes once and copies them, where the in-place fill validates them again.
+    guard bytes.count > 15 else {
+        return String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            guard let base = bytes.baseAddress, let target = buffer.baseAddress else { return 0 }
+            target.initialize(from: base, count: bytes.count)
+            return bytes.count
+        }
     }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 @inlinable

@@ -46,6 +46,9 @@ extension FetchableRecord {
 
 extension FetchableRecord where Self: Decodable {
     /// Decodes the row through ``RowDecoder``: properties by column name.
+    // Inlinable so that the record's module specialises `init(from:)` for ``RowDecoder``
+    // (its calls to the decoder become direct), as for a hand-written `init(row:)`.
+    @inlinable
     public init(row: Row) throws {
         try self.init(from: RowDecoder(row: row))
     }
