@@ -38,8 +38,11 @@ extension SQLiteSyncStorage {
     {
         try serverWork("reading a snapshot of dataset \(dataset)") {
             try pool.read { db in
+                // The state holds the log up to `foldedSerial`, read in this same transaction: the
+                // cursor resumes the log there, so state plus the log after it is everything.
                 guard
-                    let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                    let state = try db.fetchOne(
+                        "SELECT id, foldedSerial FROM server_datasets WHERE name = \(dataset)")
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try state.decode(at: 0)
                 var position =
