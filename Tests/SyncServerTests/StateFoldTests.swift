@@ -134,4 +134,45 @@ struct StateFoldTests {
         #expect(folded.startSerial == 4_000)
         #expect(Set(folded.changes.map { $0.key["id"] }).count == 4_000)
     }
+
+    @Test func aDataDirectoryOfTheReleaseBeforeFoldingUpgradesAndServesTheSameSnapshotAndLog() throws {
+        let directory = try TemporaryDirectory()
+        let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
+        try reference.createDataset(named: "family")
+        _ = try reference.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
+        reference.waitUntilFolded()
+
+        // Schema 1.1 as the release before wrote it, holding the same data: that release merged
+        // each change in its push's transaction, so its state was always the whole log.
+        let old = URL(fileURLWithPath: directory.path("old"))
+        try FileManager.default.createDirectory(at: old, withIntermediateDirectories: true)
+        let db = try Database(path: old.appendingPathComponent(SQLiteSyncStorage.fileName).path)
+        try Migrator(plan: ServerMigrationPlan.self, releasedUpTo: ServerSchemaV1_1.versionIdentifier).migrate(db)
+        #expect(try !db.columnExists("foldedSerial", in: "server_datasets"))
+        try db.execute(sql: "ATTACH DATABASE ? AS \"reference\"", arguments: [reference.path])
+        try db.executeScript(
+            """
+            INSERT INTO server_datasets (id, name, createdAt, schemaVersion, lastSerial, incarnation)
+                SELECT id, name, createdAt, schemaVersion, lastSerial, incarnation FROM reference.server_datasets;
+            INSERT INTO server_sites SELECT * FROM reference.server_sites;
+            INSERT INTO server_log SELECT * FROM reference.server_log;
+            INSERT INTO server_rows SELECT * FROM reference.server_rows;
+            INSERT INTO server_cells SELECT * FROM reference.server_cells;
+            DETACH DATABASE "reference";
+            """)
+        try db.close()
+
+        // Not folding: what it serves comes from the upgrade alone.
+        let upgraded = try SQLiteSyncStorage(directory: old, folds: false)
+        let served = try snapshot(upgraded)
+        let expectedSnapshot = try snapshot(reference)
+        #expect(served.startSerial == 8)
+        #expect(served.startSerial == expectedSnapshot.startSerial)
+        #expect(served.changes == expectedSnapshot.changes)
+        #expect(titles(served.changes) == expected)
+        let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+        #expect(
+            try upgraded.readLog(dataset: "family", after: 0, excluding: other, limit: 100).entries
+                == reference.readLog(dataset: "family", after: 0, excluding: other, limit: 100).entries)
+    }
 }

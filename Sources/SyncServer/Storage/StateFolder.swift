@@ -97,6 +97,21 @@ final class StateFolder: Sendable {
         }
     }
 
+    /// Waits until dataset `datasetID` is folded through `serial`, or `timeout` has passed, or
+    /// the folder has stopped or failed. A first pull calls it, so that right after a burst of
+    /// pushes its download is still the live rows rather than the rows plus the unfolded history;
+    /// when it gives up the snapshot is still complete (the cursor resumes the log at what was
+    /// folded).
+    func waitUntilFolded(datasetID: Int64, through serial: Int64, timeout: Duration) {
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        while !state.stopped, state.failure == nil, (state.folded[datasetID] ?? 0) < serial {
+            guard state.condition.wait(until: deadline) else { return }
+        }
+    }
+
     /// A change a push stored, with its key's canonical JSON (the state's key).
     struct Handed: Sendable {
         var change: Change
