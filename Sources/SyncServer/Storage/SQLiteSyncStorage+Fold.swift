@@ -28,7 +28,15 @@ extension SQLiteSyncStorage {
                     leftOver[datasetID] = handed[datasetID]
                     continue
                 }
-                let upTo = min(last, from + budget)
+                var upTo = min(last, from + budget)
+                let budgetEnds = upTo < last
+                // What pushes handed over, as far as it runs without a gap; a push that has not
+                // handed its changes over yet is folded next round. With nothing at the start in
+                // memory (after a restart, or pushes of another connection) it is read from the log.
+                var contiguous = from
+                while contiguous < upTo, handed[datasetID]?[contiguous + 1] != nil { contiguous += 1 }
+                let stoppedAtGap = contiguous > from && contiguous < upTo
+                if contiguous > from { upTo = contiguous }
                 budget -= upTo - from
                 var inMemory = handed[datasetID] ?? [:]
                 var missing = Set<Int64>()
@@ -59,7 +67,8 @@ extension SQLiteSyncStorage {
                 let later = inMemory.filter { $0.key > upTo }
                 if !later.isEmpty { leftOver[datasetID] = later }
                 folded.serials[datasetID] = upTo
-                if upTo < last { folded.hasMore = true }
+                // Only the budget calls for another round at once; a gap in memory waits for its push.
+                if budgetEnds && !stoppedAtGap { folded.hasMore = true }
             }
             handed = leftOver
             work.sort { a, b in

@@ -27,7 +27,9 @@ import SyncProtocol
 /// ```
 final class StateFolder: Sendable {
     static let changesPerFold = 20_000
-    static let maximumLag: Int64 = 100_000
+    static let maximumLag: Int64 = 40_000
+    /// How long a round waits, after a push handed changes over, for more to fold with them.
+    static let gatheringTime: TimeInterval = 0.1
 
     private let state = State()
 
@@ -76,12 +78,18 @@ final class StateFolder: Sendable {
         let known = state.folded[datasetID] ?? foldedSerial
         for (serial, change) in changes where serial > known {
             state.handed[datasetID, default: [:]][serial] = change
+            state.handedCount += 1
         }
-        state.pending = true
+        if !state.pending {
+            state.pending = true
+            state.firstPendingAt = Date()
+        }
         state.condition.broadcast()
         while !state.stopped, state.failure == nil,
             (state.folded[datasetID] ?? foldedSerial) < lastSerial - Self.maximumLag
         {
+            state.urgent = true
+            state.condition.broadcast()
             state.condition.wait()
         }
     }
@@ -93,6 +101,8 @@ final class StateFolder: Sendable {
         state.condition.lock()
         defer { state.condition.unlock() }
         while !state.stopped && (state.pending || state.isFolding || state.hasMore) {
+            state.urgent = true
+            state.condition.broadcast()
             state.condition.wait()
         }
     }
@@ -108,6 +118,8 @@ final class StateFolder: Sendable {
         state.condition.lock()
         defer { state.condition.unlock() }
         while !state.stopped, state.failure == nil, (state.folded[datasetID] ?? 0) < serial {
+            state.urgent = true
+            state.condition.broadcast()
             guard state.condition.wait(until: deadline) else { return }
         }
     }
@@ -133,6 +145,12 @@ final class StateFolder: Sendable {
     private final class State: @unchecked Sendable {
         let condition = NSCondition()
         var handed: Pending = [:]
+        var handedCount = 0
+        /// When `pending` last became true: a round waits up to ``gatheringTime`` from then for
+        /// more pushes to fold with, unless enough are in or someone waits for the fold.
+        var firstPendingAt = Date()
+        /// Someone waits for the fold: fold now.
+        var urgent = false
         /// Each dataset's `foldedSerial` as of the last fold that touched it.
         var folded: [Int64: Int64] = [:]
         /// Starts true: the log may hold a tail a crash left unfolded.
@@ -147,12 +165,21 @@ final class StateFolder: Sendable {
         func nextRound() -> Pending? {
             condition.lock()
             defer { condition.unlock() }
-            while !pending && !hasMore && !stopped { condition.wait() }
+            while !stopped {
+                if hasMore || urgent || handedCount >= StateFolder.changesPerFold { break }
+                if pending {
+                    if !condition.wait(until: firstPendingAt.addingTimeInterval(StateFolder.gatheringTime)) { break }
+                } else {
+                    condition.wait()
+                }
+            }
             guard !stopped else { return nil }
             pending = false
+            urgent = false
             isFolding = true
             let taken = handed
             handed = [:]
+            handedCount = 0
             return taken
         }
 
@@ -161,12 +188,21 @@ final class StateFolder: Sendable {
             defer { condition.unlock() }
             for (datasetID, serials) in leftOver {
                 handed[datasetID, default: [:]].merge(serials) { newer, _ in newer }
+                handedCount += serials.count
+            }
+            if !leftOver.isEmpty && !pending {
+                pending = true
+                firstPendingAt = Date()
             }
             if let folded {
                 for (datasetID, serial) in folded.serials {
                     self.folded[datasetID] = serial
                     // Hand-overs that arrived while their changes were folded from the log.
-                    handed[datasetID] = handed[datasetID]?.filter { $0.key > serial }
+                    if let serials = handed[datasetID] {
+                        let kept = serials.filter { $0.key > serial }
+                        handedCount -= serials.count - kept.count
+                        handed[datasetID] = kept
+                    }
                 }
                 hasMore = folded.hasMore
             } else {
