@@ -12,77 +12,96 @@ extension SQLiteSyncStorage {
     static func fold(_ handed: inout StateFolder.Pending, pool: DatabasePool, limit: Int) throws
         -> StateFolder.Folded
     {
-        try pool.write { db in
-            let lagging = try db.fetchAll(
-                "SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE foldedSerial < lastSerial ORDER BY id")
-            var budget = Int64(limit)
-            var work: [(datasetID: Int64, handed: StateFolder.Handed)] = []
-            var folded = StateFolder.Folded(serials: [:], hasMore: false)
-            var leftOver: StateFolder.Pending = [:]
-            for dataset in lagging {
-                let datasetID: Int64 = try dataset.decode(at: 0)
-                let from: Int64 = try dataset.decode(at: 1)
-                let last: Int64 = try dataset.decode(at: 2)
-                guard budget > 0 else {
-                    folded.hasMore = true
-                    leftOver[datasetID] = handed[datasetID]
-                    continue
-                }
-                var upTo = min(last, from + budget)
-                let budgetEnds = upTo < last
-                // What pushes handed over, as far as it runs without a gap; a push that has not
-                // handed its changes over yet is folded next round. With nothing at the start in
-                // memory (after a restart, or pushes of another connection) it is read from the log.
-                var contiguous = from
-                while contiguous < upTo, handed[datasetID]?[contiguous + 1] != nil { contiguous += 1 }
-                let stoppedAtGap = contiguous > from && contiguous < upTo
-                if contiguous > from { upTo = contiguous }
-                budget -= upTo - from
-                var inMemory = handed[datasetID] ?? [:]
-                var missing = Set<Int64>()
-                for serial in (from + 1)...upTo {
-                    if let change = inMemory.removeValue(forKey: serial) {
-                        work.append((datasetID, change))
-                    } else {
-                        missing.insert(serial)
-                    }
-                }
-                if !missing.isEmpty {
-                    // After a restart, or a push that had not handed its changes over yet.
-                    let cursor = try db.fetchCursor(
-                        """
-                        SELECT serial, body FROM server_log
-                        WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(upTo) ORDER BY serial
-                        """)
-                    let decoder = JSONDecoder()
-                    while let row = try cursor.next() {
-                        let serial: Int64 = try row.decode(at: 0)
-                        guard missing.contains(serial) else { continue }
-                        let change = try decoder.decode(
-                            Change.self, from: Data(try row.decode(String.self, at: 1).utf8))
-                        work.append(
-                            (datasetID, StateFolder.Handed(change: change, key: try change.canonicalKeyJSON())))
-                    }
-                }
-                let later = inMemory.filter { $0.key > upTo }
-                if !later.isEmpty { leftOver[datasetID] = later }
-                folded.serials[datasetID] = upTo
-                // Only the budget calls for another round at once; a gap in memory waits for its push.
-                if budgetEnds && !stoppedAtGap { folded.hasMore = true }
+        try pool.writeWithoutTransaction { db in
+            // The fold's commit need not wait for an fsync: the state is rebuilt from the log,
+            // and a fold lost with the power loses its `foldedSerial` with it. The next push's
+            // commit fsyncs the WAL, this fold's frames before its own, so durability stays in
+            // order.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            let folded = Result { try db.transaction(.immediate) { db in try fold(&handed, limit: limit, db) } }
+            do {
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            } catch {
+                // Setting a flag of an open connection outside a transaction: it cannot fail but
+                // by a bug, and then pushes would be acknowledged before their fsync.
+                preconditionFailure("the server could not set synchronous = FULL back on its writer: \(error)")
             }
-            handed = leftOver
-            work.sort { a, b in
-                (a.datasetID, a.handed.change.table, a.handed.key) < (b.datasetID, b.handed.change.table, b.handed.key)
-            }
-            let statements = try FoldStatements(db)
-            for item in work {
-                try merge(item.handed.change, key: item.handed.key, datasetID: item.datasetID, statements, db)
-            }
-            for (datasetID, serial) in folded.serials {
-                try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
-            }
-            return folded
+            return try folded.get()
         }
+    }
+
+    private static func fold(_ handed: inout StateFolder.Pending, limit: Int, _ db: Database) throws
+        -> StateFolder.Folded
+    {
+        let lagging = try db.fetchAll(
+            "SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE foldedSerial < lastSerial ORDER BY id")
+        var budget = Int64(limit)
+        var work: [(datasetID: Int64, handed: StateFolder.Handed)] = []
+        var folded = StateFolder.Folded(serials: [:], hasMore: false)
+        var leftOver: StateFolder.Pending = [:]
+        for dataset in lagging {
+            let datasetID: Int64 = try dataset.decode(at: 0)
+            let from: Int64 = try dataset.decode(at: 1)
+            let last: Int64 = try dataset.decode(at: 2)
+            guard budget > 0 else {
+                folded.hasMore = true
+                leftOver[datasetID] = handed[datasetID]
+                continue
+            }
+            var upTo = min(last, from + budget)
+            let budgetEnds = upTo < last
+            // What pushes handed over, as far as it runs without a gap; a push that has not
+            // handed its changes over yet is folded next round. With nothing at the start in
+            // memory (after a restart, or pushes of another connection) it is read from the log.
+            var contiguous = from
+            while contiguous < upTo, handed[datasetID]?[contiguous + 1] != nil { contiguous += 1 }
+            let stoppedAtGap = contiguous > from && contiguous < upTo
+            if contiguous > from { upTo = contiguous }
+            budget -= upTo - from
+            var inMemory = handed[datasetID] ?? [:]
+            var missing = Set<Int64>()
+            for serial in (from + 1)...upTo {
+                if let change = inMemory.removeValue(forKey: serial) {
+                    work.append((datasetID, change))
+                } else {
+                    missing.insert(serial)
+                }
+            }
+            if !missing.isEmpty {
+                // After a restart, or a push that had not handed its changes over yet.
+                let cursor = try db.fetchCursor(
+                    """
+                    SELECT serial, body FROM server_log
+                    WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(upTo) ORDER BY serial
+                    """)
+                let decoder = JSONDecoder()
+                while let row = try cursor.next() {
+                    let serial: Int64 = try row.decode(at: 0)
+                    guard missing.contains(serial) else { continue }
+                    let change = try decoder.decode(
+                        Change.self, from: Data(try row.decode(String.self, at: 1).utf8))
+                    work.append(
+                        (datasetID, StateFolder.Handed(change: change, key: try change.canonicalKeyJSON())))
+                }
+            }
+            let later = inMemory.filter { $0.key > upTo }
+            if !later.isEmpty { leftOver[datasetID] = later }
+            folded.serials[datasetID] = upTo
+            // Only the budget calls for another round at once; a gap in memory waits for its push.
+            if budgetEnds && !stoppedAtGap { folded.hasMore = true }
+        }
+        handed = leftOver
+        work.sort { a, b in
+            (a.datasetID, a.handed.change.table, a.handed.key) < (b.datasetID, b.handed.change.table, b.handed.key)
+        }
+        let statements = try FoldStatements(db)
+        for item in work {
+            try merge(item.handed.change, key: item.handed.key, datasetID: item.datasetID, statements, db)
+        }
+        for (datasetID, serial) in folded.serials {
+            try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
+        }
+        return folded
     }
 
     /// Folds one change into the current state by the protocol's merge rule, so a snapshot
