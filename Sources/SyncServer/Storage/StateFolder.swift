@@ -29,7 +29,7 @@ final class StateFolder: Sendable {
     static let changesPerFold = 20_000
     static let maximumLag: Int64 = 40_000
     /// How long a round waits, after a push handed changes over, for more to fold with them.
-    static let gatheringTime: TimeInterval = 0.1
+    static let gatheringTime: TimeInterval = 0.25
 
     private let state = State()
 
