@@ -180,8 +180,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     /// Waits until the state (`server_rows`, `server_cells`) holds every change of the log: for
-    /// what reads the state as a whole rather than through a snapshot's serial.
-    public func waitUntilFolded() {
+    /// what reads the state as a whole rather than through a snapshot's serial (tests).
+    func waitUntilFolded() {
         folder.waitUntilFolded()
     }
 

@@ -11,15 +11,20 @@ import SyncProtocol
 /// transaction, so a crash at any point leaves the state exactly the log up to `foldedSerial` and
 /// the next start goes on from there.
 ///
-/// It writes through the pool's writer (``DatabasePool/write(_:)``), not a connection of its own:
-/// SQLite has one writer per file, so a second connection would only meet the pushes' group
-/// commits at the WAL's write lock, by polling with a busy timeout, while the writer's lock queues
-/// the two without polling; and the writer's page cache already holds the state's hot pages.
+/// It writes through the pool's writer connection, not a connection of its own: SQLite has one
+/// writer per file, so a second connection would only meet the pushes' group commits at the WAL's
+/// write lock, by polling with a busy timeout, while the writer's lock queues the two without
+/// polling; and the writer's page cache already holds the state's hot pages. A fold's commit does
+/// not wait for an fsync (the state can be rebuilt from the log; the next push's fsync covers it).
 ///
-/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``);
-/// only what is not in memory (after a restart, or a hand-over that came after its fold) is read
-/// back from the log. A push whose dataset has more than ``maximumLag`` changes unfolded waits
-/// for the fold, which bounds both the memory held here and how far the state trails the log.
+/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``)
+/// and a round waits ``gatheringTime`` after the first of them for more (unless ``changesPerFold``
+/// are in, or someone waits for the fold), so that folds are large. A round folds what was handed
+/// over as far as it runs without a gap (a push that committed but has not handed over yet waits
+/// for the next round); the log is read back only when nothing at the start of the unfolded tail is
+/// in memory (after a restart, or pushes through another connection to the same file). A push whose
+/// dataset has more than ``maximumLag`` changes unfolded waits for the fold, which bounds both the
+/// memory held here and how far the state trails the log.
 ///
 /// ```swift
 /// let folder = StateFolder(pool: pool)
