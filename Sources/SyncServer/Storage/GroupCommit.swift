@@ -31,8 +31,8 @@ final class GroupCommit: Sendable {
 
     /// Runs `work` in a savepoint of the next group's transaction and returns its result once
     /// that transaction has committed.
-    func write(_ work: @escaping @Sendable (Database) throws -> Int64) throws -> Int64 {
-        let ticket = Ticket(work: work)
+    func write<Output: Sendable>(_ work: @escaping @Sendable (Database) throws -> Output) throws -> Output {
+        let ticket = Ticket(work: { db in try work(db) })
         queue.condition.lock()
         queue.waiting.append(ticket)
         while ticket.result == nil {
@@ -54,14 +54,15 @@ final class GroupCommit: Sendable {
         }
         let result = ticket.result!
         queue.condition.unlock()
-        return try result.get()
+        // The ticket ran this call's own `work`, so its value is an `Output`.
+        return try result.get() as! Output
     }
 
     /// One transaction for the whole group; the results only stand if it commits.
-    private func commit(_ group: [Ticket]) -> [Result<Int64, any Error>] {
+    private func commit(_ group: [Ticket]) -> [Result<any Sendable, any Error>] {
         do {
             return try pool.write { db in
-                var results: [Result<Int64, any Error>] = []
+                var results: [Result<any Sendable, any Error>] = []
                 for ticket in group {
                     do {
                         results.append(.success(try db.savepoint { db in try ticket.work(db) }))
@@ -84,10 +85,10 @@ final class GroupCommit: Sendable {
     /// `@unchecked Sendable` is safe because `result` is only read or written while
     /// `Queue.condition` is locked, and `work` is immutable and `@Sendable`.
     private final class Ticket: @unchecked Sendable {
-        let work: @Sendable (Database) throws -> Int64
-        var result: Result<Int64, any Error>?
+        let work: @Sendable (Database) throws -> any Sendable
+        var result: Result<any Sendable, any Error>?
 
-        init(work: @escaping @Sendable (Database) throws -> Int64) {
+        init(work: @escaping @Sendable (Database) throws -> any Sendable) {
             self.work = work
         }
     }

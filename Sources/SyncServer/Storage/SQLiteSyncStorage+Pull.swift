@@ -37,9 +37,13 @@ extension SQLiteSyncStorage {
         -> SnapshotPage
     {
         try serverWork("reading a snapshot of dataset \(dataset)") {
-            try pool.read { db in
+            if position == nil { try waitForTheFold(of: dataset) }
+            return try pool.read { db in
+                // The state holds the log up to `foldedSerial`, read in this same transaction: the
+                // cursor resumes the log there, so state plus the log after it is everything.
                 guard
-                    let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                    let state = try db.fetchOne(
+                        "SELECT id, foldedSerial FROM server_datasets WHERE name = \(dataset)")
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try state.decode(at: 0)
                 var position =
@@ -130,5 +134,22 @@ extension SQLiteSyncStorage {
             Change(table: table, key: key, op: .insert, columns: columns, clock: created.0, site: created.1, seq: 0)
         ]
             + later
+    }
+
+    /// Lets the folder catch up with what the log held when a first pull began (it folds about
+    /// as fast as pushes append, and pushes wait past ``StateFolder/maximumLag``, so this is
+    /// seconds at most).
+    private func waitForTheFold(of dataset: String) throws {
+        let lag = try pool.read { db in
+            try db.fetchOne("SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                .map { row in
+                    (
+                        id: try row.decode(Int64.self, at: 0), folded: try row.decode(Int64.self, at: 1),
+                        last: try row.decode(Int64.self, at: 2)
+                    )
+                }
+        }
+        guard let lag, lag.folded < lag.last else { return }
+        folder.waitUntilFolded(datasetID: lag.id, through: lag.last, timeout: .seconds(10))
     }
 }

@@ -23,9 +23,17 @@ public final class SQLiteSyncStorage: SyncStorage {
     let pool: DatabasePool
     /// Where pushes are written: see ``GroupCommit``.
     let commits: GroupCommit
+    /// Merges what pushes appended into the state: see ``StateFolder``.
+    let folder: StateFolder
     public let path: String
 
-    public init(directory: URL) throws(ServerError) {
+    public convenience init(directory: URL) throws(ServerError) {
+        try self.init(directory: directory, folds: true)
+    }
+
+    /// `folds` false leaves every push unfolded, as a crash right after its acknowledgement
+    /// would: for tests.
+    init(directory: URL, folds: Bool) throws(ServerError) {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -54,6 +62,7 @@ public final class SQLiteSyncStorage: SyncStorage {
             }
             let checkpointer = BackgroundCheckpointer(path: path, configuration: configuration)
             commits = GroupCommit(pool: pool, afterCommit: { checkpointer.walGrew() })
+            folder = StateFolder(pool: pool, running: folds)
         } catch {
             throw ServerError(
                 .storage, "cannot open the server database \(path): \(error)",
@@ -168,6 +177,12 @@ public final class SQLiteSyncStorage: SyncStorage {
                 }
             }
         }
+    }
+
+    /// Waits until the state (`server_rows`, `server_cells`) holds every change of the log: for
+    /// what reads the state as a whole rather than through a snapshot's serial (tests).
+    func waitUntilFolded() {
+        folder.waitUntilFolded()
     }
 
     // MARK: Serving

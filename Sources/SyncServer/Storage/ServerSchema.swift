@@ -3,9 +3,14 @@ import OfflineStore
 /// The embedded server's own tables, versioned and migrated by OfflineStore's ``Migrator`` like
 /// any app's schema (so a later release evolves them with a checksummed stage).
 enum ServerMigrationPlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [ServerSchemaV1.self, ServerSchemaV1_1.self]
+    static let schemas: [any VersionedSchema.Type] = [
+        ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self,
+    ]
     static let stages: [MigrationStage] = [
-        .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self)
+        .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
+        .custom(
+            fromVersion: ServerSchemaV1_1.self, toVersion: ServerSchemaV1_2.self,
+            didMigrate: ServerSchemaV1_2.markEverythingFolded),
     ]
 }
 

@@ -1,0 +1,228 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+
+/// Merges the log into the current state (`server_rows`, `server_cells`) on a thread of its own,
+/// after the pushes that appended it have been acknowledged. A push's transaction only appends
+/// (the log, the site's `highSeq`, the dataset's `lastSerial`): with random-UUID keys each merged
+/// change dirtied about two state pages of its own, which made a push about three times as costly
+/// as the append alone. Here up to ``changesPerFold`` changes are merged per transaction, sorted
+/// by (dataset, table, key) so neighbouring keys share pages, and `foldedSerial` moves in the same
+/// transaction, so a crash at any point leaves the state exactly the log up to `foldedSerial` and
+/// the next start goes on from there.
+///
+/// It writes through the pool's writer connection, not a connection of its own: SQLite has one
+/// writer per file, so a second connection would only meet the pushes' group commits at the WAL's
+/// write lock, by polling with a busy timeout, while the writer's lock queues the two without
+/// polling; and the writer's page cache already holds the state's hot pages. A fold's commit does
+/// not wait for an fsync (the state can be rebuilt from the log; the next push's fsync covers it).
+///
+/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``)
+/// and a round waits ``gatheringTime`` after the first of them for more (unless ``changesPerFold``
+/// are in, or someone waits for the fold), so that folds are large. A round folds what was handed
+/// over as far as it runs without a gap (a push that committed but has not handed over yet waits
+/// for the next round); the log is read back only when nothing at the start of the unfolded tail is
+/// in memory (after a restart, or pushes through another connection to the same file). A push whose
+/// dataset has more than ``maximumLag`` changes unfolded waits for the fold, which bounds both the
+/// memory held here and how far the state trails the log.
+///
+/// ```swift
+/// let folder = StateFolder(pool: pool)
+/// folder.handOver(changes, datasetID: id, lastSerial: serial, foldedSerial: folded)  // after commit
+/// ```
+final class StateFolder: Sendable {
+    static let changesPerFold = 20_000
+    static let maximumLag: Int64 = 40_000
+    /// How long a round waits, after a push handed changes over, for more to fold with them.
+    static let gatheringTime: TimeInterval = 0.25
+
+    private let state = State()
+
+    /// Starts the thread, which first folds whatever the log holds beyond `foldedSerial` (what a
+    /// crash or a stop left). With `running` false nothing is folded: tests use it to hold a data
+    /// directory in the state a crash right after a push leaves.
+    init(pool: DatabasePool, running: Bool = true) {
+        guard running else {
+            state.stopped = true
+            state.finished.signal()
+            return
+        }
+        let state = self.state
+        let thread = Thread {
+            defer { state.finished.signal() }
+            while var handed = state.nextRound() {
+                do {
+                    let folded = try SQLiteSyncStorage.fold(&handed, pool: pool, limit: Self.changesPerFold)
+                    state.finishRound(folded: folded, leftOver: handed, failure: nil)
+                } catch {
+                    // The log keeps every change: what was in memory is read back from it next time.
+                    state.finishRound(folded: nil, leftOver: [:], failure: "\(error)")
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+        }
+        thread.name = "ostore-fold"
+        thread.start()
+    }
+
+    /// Waits for a fold in progress to commit: the pool must outlive the thread's last use of it.
+    deinit {
+        state.stop()
+        state.finished.wait()
+    }
+
+    /// Called by a push after its transaction committed, with the changes it appended (by serial),
+    /// the dataset's `lastSerial` and `foldedSerial` as that transaction saw them. Returns at once
+    /// unless more than ``maximumLag`` changes of the dataset are unfolded; then it waits for the
+    /// fold (not when the folder is stopped or its last round failed: the push is stored, and the
+    /// folder retries on its own).
+    func handOver(_ changes: [Int64: Handed], datasetID: Int64, lastSerial: Int64, foldedSerial: Int64) {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        guard !state.stopped else { return }
+        let known = state.folded[datasetID] ?? foldedSerial
+        for (serial, change) in changes where serial > known {
+            state.handed[datasetID, default: [:]][serial] = change
+            state.handedCount += 1
+        }
+        if !state.pending {
+            state.pending = true
+            state.firstPendingAt = Date()
+        }
+        state.condition.broadcast()
+        while !state.stopped, state.failure == nil,
+            (state.folded[datasetID] ?? foldedSerial) < lastSerial - Self.maximumLag
+        {
+            state.urgent = true
+            state.condition.broadcast()
+            state.condition.wait()
+        }
+    }
+
+    /// Waits until every dataset's state has caught up with its log, or the folder has stopped.
+    /// What needs the whole state (a test, an operator's check) calls it; pulls do not, since a
+    /// snapshot carries the serial it was folded to.
+    func waitUntilFolded() {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        while !state.stopped && (state.pending || state.isFolding || state.hasMore) {
+            state.urgent = true
+            state.condition.broadcast()
+            state.condition.wait()
+        }
+    }
+
+    /// Waits until dataset `datasetID` is folded through `serial`, or `timeout` has passed, or
+    /// the folder has stopped or failed. A first pull calls it, so that right after a burst of
+    /// pushes its download is still the live rows rather than the rows plus the unfolded history;
+    /// when it gives up the snapshot is still complete (the cursor resumes the log at what was
+    /// folded).
+    func waitUntilFolded(datasetID: Int64, through serial: Int64, timeout: Duration) {
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        while !state.stopped, state.failure == nil, (state.folded[datasetID] ?? 0) < serial {
+            state.urgent = true
+            state.condition.broadcast()
+            guard state.condition.wait(until: deadline) else { return }
+        }
+    }
+
+    /// A change a push stored, with its key's canonical JSON (the state's key).
+    struct Handed: Sendable {
+        var change: Change
+        var key: String
+    }
+
+    /// The hand-overs not folded yet, by dataset then serial.
+    typealias Pending = [Int64: [Int64: Handed]]
+
+    /// What one fold committed: each dataset's new `foldedSerial`, and whether any dataset still
+    /// has more to fold.
+    struct Folded: Sendable {
+        var serials: [Int64: Int64]
+        var hasMore: Bool
+    }
+
+    /// `@unchecked Sendable` is safe because every stored property but `finished` (itself
+    /// thread-safe) is only read or written while `condition` is locked.
+    private final class State: @unchecked Sendable {
+        let condition = NSCondition()
+        var handed: Pending = [:]
+        var handedCount = 0
+        /// When `pending` last became true: a round waits up to ``gatheringTime`` from then for
+        /// more pushes to fold with, unless enough are in or someone waits for the fold.
+        var firstPendingAt = Date()
+        /// Someone waits for the fold: fold now.
+        var urgent = false
+        /// Each dataset's `foldedSerial` as of the last fold that touched it.
+        var folded: [Int64: Int64] = [:]
+        /// Starts true: the log may hold a tail a crash left unfolded.
+        var pending = true
+        var isFolding = false
+        var hasMore = false
+        var failure: String?
+        var stopped = false
+        let finished = DispatchSemaphore(value: 0)
+
+        /// Waits for work and takes the hand-overs; nil once stopped.
+        func nextRound() -> Pending? {
+            condition.lock()
+            defer { condition.unlock() }
+            while !stopped {
+                if hasMore || urgent || handedCount >= StateFolder.changesPerFold { break }
+                if pending {
+                    if !condition.wait(until: firstPendingAt.addingTimeInterval(StateFolder.gatheringTime)) { break }
+                } else {
+                    condition.wait()
+                }
+            }
+            guard !stopped else { return nil }
+            pending = false
+            urgent = false
+            isFolding = true
+            let taken = handed
+            handed = [:]
+            handedCount = 0
+            return taken
+        }
+
+        func finishRound(folded: Folded?, leftOver: Pending, failure: String?) {
+            condition.lock()
+            defer { condition.unlock() }
+            for (datasetID, serials) in leftOver {
+                handed[datasetID, default: [:]].merge(serials) { newer, _ in newer }
+                handedCount += serials.count
+            }
+            if !leftOver.isEmpty && !pending {
+                pending = true
+                firstPendingAt = Date()
+            }
+            if let folded {
+                for (datasetID, serial) in folded.serials {
+                    self.folded[datasetID] = serial
+                    // Hand-overs that arrived while their changes were folded from the log.
+                    if let serials = handed[datasetID] {
+                        let kept = serials.filter { $0.key > serial }
+                        handedCount -= serials.count - kept.count
+                        handed[datasetID] = kept
+                    }
+                }
+                hasMore = folded.hasMore
+            } else {
+                hasMore = true
+            }
+            self.failure = failure
+            isFolding = false
+            condition.broadcast()
+        }
+
+        func stop() {
+            condition.lock()
+            stopped = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+}
