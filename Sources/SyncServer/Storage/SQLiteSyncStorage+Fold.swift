@@ -36,7 +36,7 @@ extension SQLiteSyncStorage {
         let lagging = try db.fetchAll(
             "SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE foldedSerial < lastSerial ORDER BY id")
         var budget = Int64(limit)
-        var work: [(datasetID: Int64, handed: StateFolder.Handed)] = []
+        var work: [(datasetID: Int64, serial: Int64, handed: StateFolder.Handed)] = []
         var folded = StateFolder.Folded(serials: [:], hasMore: false)
         var leftOver: StateFolder.Pending = [:]
         for dataset in lagging {
@@ -62,7 +62,7 @@ extension SQLiteSyncStorage {
             var missing = Set<Int64>()
             for serial in (from + 1)...upTo {
                 if let change = inMemory.removeValue(forKey: serial) {
-                    work.append((datasetID, change))
+                    work.append((datasetID, serial, change))
                 } else {
                     missing.insert(serial)
                 }
@@ -81,7 +81,7 @@ extension SQLiteSyncStorage {
                     let change = try decoder.decode(
                         Change.self, from: Data(try row.decode(String.self, at: 1).utf8))
                     work.append(
-                        (datasetID, StateFolder.Handed(change: change, key: try change.canonicalKeyJSON())))
+                        (datasetID, serial, StateFolder.Handed(change: change, key: try change.canonicalKeyJSON())))
                 }
             }
             let later = inMemory.filter { $0.key > upTo }
@@ -91,8 +91,11 @@ extension SQLiteSyncStorage {
             if budgetEnds && !stoppedAtGap { folded.hasMore = true }
         }
         handed = leftOver
+        // Key order for page locality; one key's changes in log order, as they were merged when
+        // each push merged its own (Swift's sort is not stable, hence the serial).
         work.sort { a, b in
-            (a.datasetID, a.handed.change.table, a.handed.key) < (b.datasetID, b.handed.change.table, b.handed.key)
+            (a.datasetID, a.handed.change.table, a.handed.key, a.serial)
+                < (b.datasetID, b.handed.change.table, b.handed.key, b.serial)
         }
         let statements = try FoldStatements(db)
         for item in work {
