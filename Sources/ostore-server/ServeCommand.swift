@@ -67,6 +67,17 @@ enum ServeCommand: Command {
         // serials left in place beside it; a PostgreSQL restore brings back whatever the database
         // held, so its operator renews the incarnations (`ostore-server restore --postgres`).
         let dataDirectory = storage as? SQLiteSyncStorage
+        dataDirectory?.reportFoldProblems { problem in
+            if let problem {
+                RequestLog.write([
+                    "event": "foldFailed", "message": problem,
+                    "consequence": "pushes are stored and acknowledged; first downloads trail the log until a fold "
+                        + "succeeds (retried every half second)",
+                ])
+            } else {
+                RequestLog.write(["event": "foldRecovered"])
+            }
+        }
         do {
             for dataset in try dataDirectory?.renewIncarnationsOfDatasetsThatWentBack() ?? [] {
                 RequestLog.write([

@@ -205,4 +205,30 @@ struct StateFoldTests {
         #expect(Set(download.map { $0.key["id"] }).count == 300)
         #expect(download.allSatisfy { $0.op == .insert })
     }
+
+    /// A fold that fails is told to the operator once per streak, and again when folds work: the
+    /// state trails the log meanwhile (complete through the log), and catches up after.
+    @Test func aFailingFoldIsReportedOnceAndItsRecoveryToo() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        let problems = Locked<[String?]>([])
+        storage.reportFoldProblems { problem in problems.withLock { $0.append(problem) } }
+        try storage.createDataset(named: "family")
+        // Another program takes the state's cells table away: every fold fails until it is back.
+        let outsider = try Database(path: storage.path)
+        try outsider.execute(sql: "ALTER TABLE server_cells RENAME TO server_cells_away")
+        #expect(try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family") == 8)
+        try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 1 })
+        Thread.sleep(forTimeInterval: 1.2)  // two retries or more, still failing
+        #expect(problems.value.count == 1)
+        #expect(problems.value.first??.contains("server_cells") == true)
+
+        try outsider.execute(sql: "ALTER TABLE server_cells_away RENAME TO server_cells")
+        try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 2 })
+        #expect(problems.value.count == 2 && problems.value.last! == nil)
+        storage.folder.waitUntilFolded()
+        let (snapshot, log) = try everything(storage)
+        #expect(titles(snapshot + log) == expected)
+        #expect(log.isEmpty)
+    }
 }

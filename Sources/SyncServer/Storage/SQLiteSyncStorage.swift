@@ -27,6 +27,22 @@ public final class SQLiteSyncStorage: SyncStorage {
     let folder: StateFolder
     public let path: String
 
+    /// Tells `report` when merging pushed changes into the current rows fails, and when it works
+    /// again: pushes are stored and acknowledged either way, but first downloads trail the log
+    /// until it does. `ostore-server serve` writes them to its log.
+    ///
+    /// ```swift
+    /// storage.reportFoldProblems { problem in print(problem ?? "folding again") }
+    /// ```
+    public func reportFoldProblems(_ report: @escaping @Sendable (_ problem: String?) -> Void) {
+        folder.report { event in
+            switch event {
+            case .failed(let message): report(message)
+            case .recovered: report(nil)
+            }
+        }
+    }
+
     public convenience init(directory: URL) throws(ServerError) {
         try self.init(directory: directory, folds: true)
     }

@@ -53,10 +53,10 @@ final class StateFolder: Sendable {
             while var handed = state.nextRound() {
                 do {
                     let folded = try SQLiteSyncStorage.fold(&handed, pool: pool, limit: Self.changesPerFold)
-                    state.finishRound(folded: folded, leftOver: handed, failure: nil)
+                    state.finishRound(folded: folded, leftOver: handed, failure: nil)?(.recovered)
                 } catch {
                     // The log keeps every change: what was in memory is read back from it next time.
-                    state.finishRound(folded: nil, leftOver: [:], failure: "\(error)")
+                    state.finishRound(folded: nil, leftOver: [:], failure: "\(error)")?(.failed("\(error)"))
                     Thread.sleep(forTimeInterval: 0.5)
                 }
             }
@@ -129,6 +129,21 @@ final class StateFolder: Sendable {
         }
     }
 
+    /// Sends the folder's ``FoldEvent``s to `report` (the server's log), from the folder's thread.
+    func report(to report: @escaping @Sendable (FoldEvent) -> Void) {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        state.report = report
+    }
+
+    /// What the operator is told: a fold failed (the folder retries every half second, and tells
+    /// each streak of failures once: snapshots then trail the log, which stays complete), and the
+    /// first fold that succeeded after a failure.
+    enum FoldEvent: Sendable, Equatable {
+        case failed(String)
+        case recovered
+    }
+
     /// A change a push stored, with its key's canonical JSON (the state's key).
     struct Handed: Sendable {
         var change: Change
@@ -163,6 +178,9 @@ final class StateFolder: Sendable {
         var isFolding = false
         var hasMore = false
         var failure: String?
+        /// Whether the failure streak going on was told to `report`.
+        var failureTold = false
+        var report: (@Sendable (FoldEvent) -> Void)?
         var stopped = false
         let finished = DispatchSemaphore(value: 0)
 
@@ -188,9 +206,13 @@ final class StateFolder: Sendable {
             return taken
         }
 
-        func finishRound(folded: Folded?, leftOver: Pending, failure: String?) {
+        /// Records the round's outcome; returns `report` when the outcome is news to the operator
+        /// (the first failure of a streak, or the success that ends one), to call outside the lock.
+        func finishRound(folded: Folded?, leftOver: Pending, failure: String?) -> (@Sendable (FoldEvent) -> Void)? {
             condition.lock()
             defer { condition.unlock() }
+            let news = (failure != nil) != failureTold
+            failureTold = failure != nil
             for (datasetID, serials) in leftOver {
                 handed[datasetID, default: [:]].merge(serials) { newer, _ in newer }
                 handedCount += serials.count
@@ -216,6 +238,7 @@ final class StateFolder: Sendable {
             self.failure = failure
             isFolding = false
             condition.broadcast()
+            return news ? report : nil
         }
 
         func stop() {
