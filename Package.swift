@@ -62,7 +62,9 @@ let package = Package(
         // client's sync code.
         .target(
             name: "SyncServer",
-            dependencies: ["SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ"]
+            dependencies: [
+                "SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ",
+            ]
         ),
         // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
         .target(
