@@ -369,6 +369,11 @@ extension ChangeLog {
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_sites WHERE siteID = \(siteID)") ?? 0
     }
 
+    /// `"a" = ?1 AND "b" = ?2 …`: a row matched by its key, the key's values bound first, in order.
+    static func keyMatch(_ keys: [String]) -> String {
+        keys.enumerated().map { "\(quoteIdentifier($1)) = ?\($0 + 1)" }.joined(separator: " AND ")
+    }
+
     /// `VERB main."table" [SET …] WHERE key = ? AND …`, names quoted (they come from the declared
     /// schema), values bound.
     static func rowSQL(
@@ -588,7 +593,7 @@ private final class ApplyLookups {
     /// always comes back (the joins are outer); prepared once for the batch.
     func rowStateStatement(_ table: String, _ keys: [String], _ db: Database) throws -> Statement {
         if let known = rowStates[table] { return known }
-        let match = keys.enumerated().map { "\(quoteIdentifier($1)) = ?\($0 + 1)" }.joined(separator: " AND ")
+        let match = ChangeLog.keyMatch(keys)
         let (tableID, pk) = ("?\(keys.count + 1)", "?\(keys.count + 2)")
         let statement = try db.cachedStatement(
             """

@@ -131,8 +131,7 @@ public struct ChangeLog: Sendable {
 
     /// `SELECT * FROM main."table" WHERE "key" = ?1 AND …`: a row as it is now, for a push.
     private static func rowStatement(_ table: String, _ keyColumns: [String], _ db: Database) throws -> Statement {
-        let match = keyColumns.enumerated().map { "\(quoteIdentifier($1)) = ?\($0 + 1)" }.joined(separator: " AND ")
-        return try db.cachedStatement("SELECT * FROM main.\(quoteIdentifier(table)) WHERE \(match)")
+        try db.cachedStatement("SELECT * FROM main.\(quoteIdentifier(table)) WHERE \(keyMatch(keyColumns))")
     }
 }
 
