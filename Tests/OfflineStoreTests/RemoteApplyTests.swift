@@ -332,4 +332,66 @@ struct RemoteApplyTests {
         #expect(try log.stashedCount(db) == 1)
         #expect(try log.applyStash(db).stashed == 1)
     }
+
+    /// The TEMP tracking triggers of a connection, by name, as SQLite stores them.
+    private func trackingTriggers(_ peer: Peer) throws -> [String] {
+        try peer.rows("SELECT name || ': ' || sql FROM temp.sqlite_schema WHERE type = 'trigger' ORDER BY name")
+    }
+
+    /// Alice's list and `count` reminders in it, pushed.
+    private func largeBatch(from alice: Peer, count: Int) throws -> [RemoteChange] {
+        try alice.db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            for index in 0..<count {
+                try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("t\(index)"), 'L')")
+            }
+        }
+        return try alice.push()
+    }
+
+    // A batch this large applies with the connection's tracking triggers dropped (they cost a
+    // third of inserting a row even while recording is off): it must record nothing, and leave
+    // the triggers exactly as they were, TEMP, recording this connection's own writes.
+    @Test func aLargeBatchRecordsNothingAndLeavesTheTrackingTriggersAsTheyWere() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        // More than `ChangeLog.batchSizeWithoutTrackingTriggers` (1,000).
+        let batch = try largeBatch(from: alice, count: 1_200)
+        let before = try trackingTriggers(bob)
+        #expect(!before.isEmpty)
+
+        let outcome = try bob.log.apply(batch, to: bob.db)
+        #expect(outcome.applied == 1_201 && outcome.rejected.isEmpty)
+        #expect(try bob.db.count("reminders") == 1_200)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        #expect(try trackingTriggers(bob) == before)
+        #expect(try bob.rows("SELECT name FROM main.sqlite_schema WHERE name LIKE 'ostore_track_%'").isEmpty)
+        try bob.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R7'")
+        try bob.db.execute("DELETE FROM reminders WHERE id = 'R8'")
+        #expect(try bob.log.pendingCount(bob.db) == 2)
+        // Both ends hold the same rows.
+        let sql: SQL = "SELECT id || title FROM reminders WHERE id NOT IN ('R7', 'R8') ORDER BY id"
+        #expect(try alice.rows(sql) == bob.rows(sql))
+    }
+
+    // A change refused in a large batch sends it through the second, change-by-change pass
+    // (the first pass's transaction, the triggers' drop with it, rolled back): the rest applies
+    // and the triggers come back as they were.
+    @Test func aLargeBatchWithARefusedChangeAppliesTheRestAndLeavesTheTriggers() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        var batch = try largeBatch(from: alice, count: 1_100)
+        let beyondDrift = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        batch[600].clock = HybridTimestamp(milliseconds: beyondDrift, counter: 0)
+        let before = try trackingTriggers(bob)
+
+        let outcome = try bob.log.apply(batch, to: bob.db)
+        #expect(outcome.rejected.map(\.index) == [600])
+        #expect(outcome.applied == 1_100)
+        #expect(try bob.db.count("reminders") == 1_099)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        #expect(try trackingTriggers(bob) == before)
+        try bob.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R7'")
+        #expect(try bob.log.pendingCount(bob.db) == 1)
+    }
 }

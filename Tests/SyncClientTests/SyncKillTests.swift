@@ -145,6 +145,84 @@ struct SyncKillTests {
         #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
         try db.close()
     }
+
+    /// The tests above sync at most one page at a time. Here a dataset of three pages (pages
+    /// of 5,000) is pulled, and `reminders … sync` is killed right after the server handed over
+    /// the first or the second page: with the read-ahead, page 2 is asked for (and read) while
+    /// page 1 is applied, so the kill lands with one page being applied and the next arriving.
+    /// Each later sync resumes at the first page whose cursor was not saved; nothing is lost,
+    /// nothing pushed back, nothing stored twice.
+    @Test func killedWhileTheNextPageArrivesLosesAndDuplicatesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+        let token = try makeDataset(server, "reminders")
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let reminders = try builtProduct("reminders")
+        let alice = directory.path("alice.sqlite")
+        let rows = 12_000
+        do {
+            let db = try Database(path: alice)
+            _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+            try db.executeScript(
+                """
+                INSERT INTO remindersLists (id, name) VALUES ('L', 'Home');
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+                INSERT INTO reminders (id, title, listID) SELECT 'R' || i, 'r' || i, 'L' FROM n;
+                """)
+            try db.close()
+        }
+        func sync(_ path: String, through url: URL) throws -> Process {
+            let process = Process()
+            process.executableURL = reminders
+            process.arguments = ["--db", path, "sync", "--server", url.absoluteString]
+            process.environment = ["OSTORE_TOKEN": token]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        #expect(try sync(alice, through: server.baseURL).waitedForExit() == 0)
+        // The client to kill, and after which pull answer of its sync.
+        let target = Locked<(pid: Int32, afterPage: Int, pages: Int)>((0, 0, 0))
+        let delay = Locked<UInt32>(0)
+        proxy.afterAnswering = { request in
+            guard request.path.hasSuffix("/pull") else { return }
+            let pid = target.withLock { target in
+                target.pages += 1
+                guard target.pid != 0, target.pages == target.afterPage else { return Int32(0) }
+                defer { target.pid = 0 }
+                return target.pid
+            }
+            guard pid != 0 else { return }
+            usleep(delay.value)
+            kill(pid, SIGKILL)
+        }
+        // Each round is a new device, so every kill finds three pages to pull.
+        var killed = 0
+        let rounds: [(afterPage: Int, milliseconds: UInt32)] = [(1, 0), (2, 0), (1, 40), (2, 40)]
+        for (round, plan) in rounds.enumerated() {
+            let bob = directory.path("bob\(round).sqlite")
+            delay.value = plan.milliseconds * 1_000
+            let process = try sync(bob, through: proxy.baseURL)
+            target.value = (process.processIdentifier, plan.afterPage, 0)
+            process.waitUntilExit()
+            if process.terminationReason == .uncaughtSignal { killed += 1 }
+            target.value = (0, 0, 0)
+            #expect(try sync(bob, through: proxy.baseURL).waitedForExit() == 0)
+            let db = try Database(path: bob)
+            let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+            #expect(try db.fetchValue(String.self, "PRAGMA integrity_check") == "ok")
+            #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM reminders") == rows)
+            #expect(try log.pendingCount(db) == 0)
+            #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
+            try db.close()
+        }
+        #expect(killed >= 3)
+        // No device pushed anything back (applying records nothing), and nothing is stored twice.
+        #expect(try server.storage().datasets().first?.changes == Int64(rows + 1))
+        #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
+    }
 }
 
 extension Process {

@@ -68,11 +68,18 @@ extension ChangeLog {
     }
 
     private func applyBatch(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
-        try db.withoutRecordingChanges { db in
+        // Only a transaction of the batch's own is sure to roll back whatever fails, the drop of
+        // the triggers with it.
+        let withoutTriggers = changes.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
+        return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { enforced in
                 try Self.wholeThenChangeByChange { savepointEach in
                     try db.transaction(.immediate) { db in
-                        try applyInTransaction(changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
+                        let apply = {
+                            try applyInTransaction(
+                                changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
+                        }
+                        return try withoutTriggers ? withoutTrackingTriggers(db, apply) : apply()
                     }
                 }
             }
@@ -164,20 +171,21 @@ extension ChangeLog {
                 "\(odd.debugDescription) is not a plain SQL identifier (letters, digits, underscores)")
         }
         try clock.receive(change.clock)
-        guard let table = lookups.table(change.table, in: schema), table.sync == .synced else {
+        guard let target = lookups.table(change.table, in: schema) else {
             try stash(change, reason: "table \(change.table) is not in schema \(schema.version?.description ?? "")", db)
             outcome.stashed += 1
             return
         }
-        let keyColumns = lookups.keyColumns(of: table)
-        let keyValues = try Self.keyValues(of: change, keyColumns: keyColumns, table: table.name)
-        var known: [String: DatabaseValue] = [:]
+        let table = target.definition
+        let keyValues = try Self.keyValues(of: change, keyColumns: target.keyColumns, table: table.name)
+        // The change's values by the table's column positions (a name matched as SQLite matches
+        // names); names this schema does not know wait in the stash.
+        var known = [DatabaseValue?](repeating: nil, count: table.columns.count)
         var unknown: [String: DatabaseValue] = [:]
-        let columnsByName = lookups.columns(of: table)
         for (name, value) in change.columns {
-            if let column = columnsByName[name] ?? columnsByName[name.lowercased()] {
-                try checkType(value, for: column, in: table)
-                known[column.name] = value
+            if let position = target.position(of: name) {
+                try checkType(value, for: table.columns[position], in: table)
+                known[position] = value
             } else {
                 unknown[name] = value
             }
@@ -191,14 +199,16 @@ extension ChangeLog {
                 reason: "columns \(unknown.keys.sorted()) are not in schema \(schema.version?.description ?? "")", db)
             outcome.stashed += 1
         }
-        let tableID = try lookups.tableID(table.name) { try trackedTableID(table.name, db) }
+        let tableID = try target.tableID { try trackedTableID(table.name, db) }
         let loggedKey = Self.loggedKey(keyValues)
         let site = try lookups.siteNumber(change.siteID) { try siteNumber(change.siteID, db) }
         let incoming = Version(clock: change.clock, siteID: change.siteID)
-        let (rowExists, created, deleted) = try rowState(
-            try lookups.rowStateStatement(table.name, keyColumns, db), keyValues, tableID, loggedKey)
+        let row = try rowState(target, keyValues, tableID, loggedKey, db)
+        let created = row.versions[""]
+        let deleted = row.versions["-"]
         // A row is deleted while its newest tombstone is newer than its newest creation.
         let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
+        let record = try lookups.recordVersionStatement(db)
         switch change.operation {
         case .delete:
             // Delete wins over updates of the row; only a newer insert brings it back.
@@ -206,10 +216,11 @@ extension ChangeLog {
                 outcome.superseded += 1
                 return
             }
-            if rowExists {
-                try db.execute(SQL(sql: lookups.keyedSQL("DELETE FROM", table.name, keyColumns), arguments: keyValues))
+            if row.exists {
+                try db.execute(
+                    SQL(sql: lookups.keyedSQL("DELETE FROM", table.name, target.keyColumns), arguments: keyValues))
             }
-            try recordVersion(tableID, loggedKey, "-", change.clock, site, db)
+            try Self.recordVersion(record, tableID, loggedKey, "-", change.clock, site)
             outcome.applied += 1
         case .insert, .update:
             if change.operation == .update, isDeleted {
@@ -220,42 +231,47 @@ extension ChangeLog {
                 outcome.superseded += 1
                 return
             }
-            if !rowExists {
+            if !row.exists {
                 guard change.operation == .insert else {
                     try stash(change, reason: "row not present yet", db)
                     outcome.stashed += 1
                     return
                 }
-                var values = known
-                for (key, value) in zip(keyColumns, keyValues) { values[key] = value }
-                let names = values.keys.sorted()
-                try lookups.insertStatement(table.name, names, db).run(binding: names.map { values[$0]! })
+                for (position, value) in zip(target.keyPositions, keyValues) { known[position] = value }
+                try target.write(.insert, known, keyValues: [], db)
                 // A row back from waiting for its parent keeps its entry as it was (a local one
                 // still to be pushed stays so).
-                if created != incoming { try recordVersion(tableID, loggedKey, "", change.clock, site, db) }
+                if created != incoming { try Self.recordVersion(record, tableID, loggedKey, "", change.clock, site) }
                 outcome.applied += 1
                 return
             }
             if change.operation == .insert, incoming > (created ?? .oldest) {
-                try recordVersion(tableID, loggedKey, "", change.clock, site, db)
+                try Self.recordVersion(record, tableID, loggedKey, "", change.clock, site)
             }
-            var winners: [String: DatabaseValue] = [:]
-            for (name, value) in known where !keyColumns.contains(name) {
-                if let local = try version(tableID, loggedKey, name, db) {
-                    if incoming > local { winners[name] = value }
-                } else if incoming >= (created ?? .oldest) {
+            var winners = [DatabaseValue?](repeating: nil, count: known.count)
+            var anyWinner = false
+            for (position, value) in known.enumerated() {
+                guard let value, !target.isKey[position] else { continue }
+                let name = table.columns[position].name
+                if let local = row.versions[name] {
+                    guard incoming > local else { continue }
+                } else {
                     // No change of this column yet: the row's creation dates it. The same version
                     // is the same change, e.g. a column of an insert that waited in the stash for
                     // the migration that added the column.
-                    winners[name] = value
+                    guard incoming >= (created ?? .oldest) else { continue }
                 }
+                winners[position] = value
+                anyWinner = true
             }
-            guard !winners.isEmpty else {
+            guard anyWinner else {
                 outcome.superseded += 1
                 return
             }
-            try db.execute(Self.rowSQL("UPDATE", table.name, keyColumns, keyValues, set: winners))
-            for name in winners.keys { try recordVersion(tableID, loggedKey, name, change.clock, site, db) }
+            try target.write(.update, winners, keyValues: keyValues, db)
+            for (position, value) in winners.enumerated() where value != nil {
+                try Self.recordVersion(record, tableID, loggedKey, table.columns[position].name, change.clock, site)
+            }
             outcome.applied += 1
         }
     }
@@ -322,34 +338,53 @@ extension ChangeLog {
         return keyColumns.map { key in change.primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value }
     }
 
-    /// Whether the row is present, and its creation and deletion versions (the `''` and `'-'`
-    /// entries): one step of the table's statement from ``ApplyLookups/rowStateStatement(_:_:_:)``
-    /// instead of two statements.
-    private func rowState(_ statement: Statement, _ keyValues: [DatabaseValue], _ tableID: Int, _ key: DatabaseValue)
-        throws -> (exists: Bool, created: Version?, deleted: Version?)
-    {
-        try statement.withFirstRow(binding: keyValues + [.integer(Int64(tableID)), key]) { row in
-            guard let row else { return (false, nil, nil) }
-            func version(at index: Int) throws -> Version? {
-                guard let clock = try row.decode(Int64?.self, at: index) else { return nil }
-                return Version(
-                    clock: HybridTimestamp(packed: clock) ?? .zero,
-                    siteID: try row.decode(Data?.self, at: index + 1) ?? identity.siteID)
-            }
-            return (try row.decode(Bool.self, at: 0), try version(at: 1), try version(at: 3))
+    /// Whether the row is present, and every version the log holds for it by column name (`''`
+    /// its creation, `'-'` its deletion): one statement for the row's whole range of the log's
+    /// index, instead of one lookup per column.
+    private func rowState(
+        _ target: AppliedTable, _ keyValues: [DatabaseValue], _ tableID: Int, _ key: DatabaseValue, _ db: Database
+    ) throws -> (exists: Bool, versions: [String: Version]) {
+        let statement = try target.rowStateStatement(db)
+        defer { statement.reset() }
+        for (index, value) in keyValues.enumerated() { try statement.bind(value, toParameter: index + 1) }
+        try statement.bind(.integer(Int64(tableID)), toParameter: keyValues.count + 1)
+        try statement.bind(key, toParameter: keyValues.count + 2)
+        var exists = false
+        var versions: [String: Version] = [:]
+        while try statement.step(arguments: nil) {
+            exists = try statement.value(at: 0) == .integer(1)
+            // A row without entries comes as one row of NULLs (the outer join): nothing follows.
+            guard case .text(let column) = try statement.value(at: 1),
+                case .integer(let clock) = try statement.value(at: 2)
+            else { break }
+            let siteID: Data
+            if case .blob(let bytes) = try statement.value(at: 3) { siteID = bytes } else { siteID = identity.siteID }
+            versions[column] = Version(clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID)
         }
+        return (exists, versions)
+    }
+
+    private static func recordVersion(
+        _ statement: Statement, _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp,
+        _ site: Int
+    ) throws {
+        try statement.bind(.integer(Int64(tableID)), toParameter: 1)
+        try statement.bind(key, toParameter: 2)
+        try statement.bind(.text(column), toParameter: 3)
+        try statement.bind(.integer(clock.packed), toParameter: 4)
+        try statement.bind(.integer(Int64(site)), toParameter: 5)
+        try statement.runToCompletion(arguments: nil)
     }
 
     private func recordVersion(
         _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
     ) throws {
-        try db.cachedStatement(Self.recordVersionSQL).run(
-            binding: [.integer(Int64(tableID)), key, .text(column), .integer(clock.packed), .integer(Int64(site))])
+        try Self.recordVersion(db.cachedStatement(Self.recordVersionSQL), tableID, key, column, clock, site)
     }
 
     /// A fixed text with every value bound: written for each applied change, it is neither built
     /// nor parsed again.
-    private static let recordVersionSQL = """
+    static let recordVersionSQL = """
         INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (tableID, pk, columnName) DO UPDATE
             SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
@@ -514,58 +549,51 @@ extension ChangeLog {
     }
 }
 
-/// What applying one batch looks up again and again, kept for the batch: each table's definition,
-/// key columns and columns by lowercased name (from the schema), and the numbers the metadatabase
-/// gives tables and sites.
+/// What applying one batch looks up again and again, kept for the batch: each table's
+/// ``AppliedTable``, the numbers the metadatabase gives sites, and the held statements.
 private final class ApplyLookups {
-    private var tables: [String: TableDefinition?] = [:]
-    private var keyColumns: [String: [String]] = [:]
-    private var columns: [String: [String: Column]] = [:]
-    private var tableIDs: [String: Int] = [:]
+    private var tables: [String: AppliedTable?] = [:]
+    /// The last table asked for: a page's changes are mostly of one table.
+    private var lastTable: (name: String, table: AppliedTable?)?
     private var siteNumbers: [Data: Int] = [:]
+    /// The last site asked for: a page's changes mostly come from few sites, in runs.
+    private var lastSite: (id: Data, number: Int)?
     private var keyedTexts: [String: String] = [:]
-    private var inserts: [String: [[String]: Statement]] = [:]
-    private var rowStates: [String: Statement] = [:]
+    private var recordVersion: Statement?
 
-    func table(_ name: String, in schema: SchemaSnapshot) -> TableDefinition? {
-        if let known = tables[name] { return known }
-        let table = schema.table(named: name)
-        tables[name] = table
+    /// The synced table of that name, nil for one this schema does not know or does not sync.
+    func table(_ name: String, in schema: SchemaSnapshot) -> AppliedTable? {
+        if let lastTable, lastTable.name == name { return lastTable.table }
+        let table: AppliedTable?
+        if let known = tables[name] {
+            table = known
+        } else {
+            table = schema.table(named: name).flatMap { $0.sync == .synced ? AppliedTable($0) : nil }
+            tables[name] = table
+        }
+        lastTable = (name, table)
         return table
     }
 
-    func keyColumns(of table: TableDefinition) -> [String] {
-        if let known = keyColumns[table.name] { return known }
-        let columns = ChangeTracker.keyColumns(of: table)
-        keyColumns[table.name] = columns
-        return columns
-    }
-
-    /// The table's columns by lowercased name and by name as declared (look a name up as it is,
-    /// then lowercased). The first column of a name wins, as a search from the start would find it.
-    func columns(of table: TableDefinition) -> [String: Column] {
-        if let known = columns[table.name] { return known }
-        var byName: [String: Column] = [:]
-        for column in table.columns where byName[column.name.lowercased()] == nil {
-            byName[column.name.lowercased()] = column
-        }
-        for column in byName.values { byName[column.name] = column }
-        columns[table.name] = byName
-        return byName
-    }
-
-    func tableID(_ name: String, _ look: () throws -> Int) rethrows -> Int {
-        if let known = tableIDs[name] { return known }
-        let id = try look()
-        tableIDs[name] = id
-        return id
-    }
-
     func siteNumber(_ siteID: Data, _ look: () throws -> Int) rethrows -> Int {
-        if let known = siteNumbers[siteID] { return known }
-        let number = try look()
-        siteNumbers[siteID] = number
+        if let lastSite, lastSite.id == siteID { return lastSite.number }
+        let number: Int
+        if let known = siteNumbers[siteID] {
+            number = known
+        } else {
+            number = try look()
+            siteNumbers[siteID] = number
+        }
+        lastSite = (siteID, number)
         return number
+    }
+
+    /// The statement that records a version in the log (``ChangeLog/recordVersionSQL``), held for the batch.
+    func recordVersionStatement(_ db: Database) throws -> Statement {
+        if let recordVersion { return recordVersion }
+        let statement = try db.cachedStatement(ChangeLog.recordVersionSQL)
+        recordVersion = statement
+        return statement
     }
 
     /// `VERB main."table" WHERE key = ? AND …` (see ``ChangeLog/rowSQL(_:_:_:_:set:)``), its text made once.
@@ -577,40 +605,109 @@ private final class ApplyLookups {
         return text
     }
 
-    /// `INSERT INTO main."table" ("a", "b", …) VALUES (?, ?, …)` for `names` in order, prepared
-    /// once for the batch.
-    func insertStatement(_ table: String, _ names: [String], _ db: Database) throws -> Statement {
-        if let known = inserts[table]?[names] { return known }
-        let statement = try db.cachedStatement(
-            "INSERT INTO main.\(quoteIdentifier(table)) (\(names.map(quoteIdentifier).joined(separator: ", "))) VALUES ("
-                + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")")
-        inserts[table, default: [:]][names] = statement
-        return statement
-    }
-
-    /// Whether a row of `table` is present and its creation and deletion entries, in one row: the
-    /// key's values bound first (`?1`…), then the table's number and the logged key. A row
-    /// always comes back (the joins are outer); prepared once for the batch.
-    func rowStateStatement(_ table: String, _ keys: [String], _ db: Database) throws -> Statement {
-        if let known = rowStates[table] { return known }
-        let match = ChangeLog.keyMatch(keys)
-        let (tableID, pk) = ("?\(keys.count + 1)", "?\(keys.count + 2)")
-        let statement = try db.cachedStatement(
-            """
-            SELECT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(table)) WHERE \(match)), c.clock, cs.siteID, d.clock, ds.siteID
-            FROM (SELECT 1)
-            LEFT JOIN ostore_meta.ostore_changes AS c ON c.tableID = \(tableID) AND c.pk = \(pk) AND c.columnName = ''
-            LEFT JOIN ostore_meta.ostore_sites AS cs ON cs.id = c.site
-            LEFT JOIN ostore_meta.ostore_changes AS d ON d.tableID = \(tableID) AND d.pk = \(pk) AND d.columnName = '-'
-            LEFT JOIN ostore_meta.ostore_sites AS ds ON ds.id = d.site
-            """)
-        rowStates[table] = statement
-        return statement
-    }
-
     /// After a savepoint's rollback: a number made inside it is gone from the metadatabase.
     func forgetNumbers() {
-        tableIDs = [:]
+        for case let table? in tables.values { table.forgetNumber() }
         siteNumbers = [:]
+        lastSite = nil
+    }
+}
+
+/// One synced table as a batch applies changes to it: its columns by position, how a name from
+/// the wire finds its column, its number in the metadatabase, and its statements, prepared once
+/// for the batch (an insert or update is prepared per set of columns it writes).
+private final class AppliedTable {
+    enum Write { case insert, update }
+
+    let definition: TableDefinition
+    let keyColumns: [String]
+    /// The positions of the key columns in ``TableDefinition/columns``, in key order.
+    let keyPositions: [Int]
+    let isKey: [Bool]
+    /// Column positions by declared name and by lowercased name; the first column of a
+    /// lowercased name wins, as a search from the start would find it.
+    private let positions: [String: Int]
+    private var number: Int?
+    private var rowState: Statement?
+    private var writes: [Write: [[Int]: Statement]] = [:]
+
+    init(_ definition: TableDefinition) {
+        self.definition = definition
+        let keyColumns = ChangeTracker.keyColumns(of: definition)
+        let keyPositions = keyColumns.map { key in definition.columns.firstIndex { $0.name == key }! }
+        self.keyColumns = keyColumns
+        self.keyPositions = keyPositions
+        isKey = definition.columns.indices.map { keyPositions.contains($0) }
+        var byName: [String: Int] = [:]
+        for (position, column) in definition.columns.enumerated() where byName[column.name.lowercased()] == nil {
+            byName[column.name.lowercased()] = position
+        }
+        for position in byName.values { byName[definition.columns[position].name] = position }
+        positions = byName
+    }
+
+    /// Where a column named `name` (as it is, then lowercased, as SQLite compares names) is.
+    func position(of name: String) -> Int? {
+        positions[name] ?? positions[name.lowercased()]
+    }
+
+    func tableID(_ look: () throws -> Int) rethrows -> Int {
+        if let number { return number }
+        let id = try look()
+        number = id
+        return id
+    }
+
+    func forgetNumber() { number = nil }
+
+    /// Whether a row is present and every log entry of it (column name, clock, site id): the
+    /// key's values bound first (`?1`…), then the table's number and the logged key. The first
+    /// row always comes (the joins are outer), with NULL entry columns when the log has none.
+    func rowStateStatement(_ db: Database) throws -> Statement {
+        if let rowState { return rowState }
+        let (tableID, pk) = ("?\(keyColumns.count + 1)", "?\(keyColumns.count + 2)")
+        let statement = try db.cachedStatement(
+            """
+            SELECT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(definition.name)) WHERE \(ChangeLog.keyMatch(keyColumns))),
+                c.columnName, c.clock, s.siteID
+            FROM (SELECT 1)
+            LEFT JOIN ostore_meta.ostore_changes AS c ON c.tableID = \(tableID) AND c.pk = \(pk)
+            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+            """)
+        rowState = statement
+        return statement
+    }
+
+    /// Writes the non-nil `values` (by column position): an insert of a row, or an update of
+    /// the row with `keyValues`. The statement for that set of columns is prepared once.
+    func write(_ kind: Write, _ values: [DatabaseValue?], keyValues: [DatabaseValue], _ db: Database) throws {
+        let written = values.indices.filter { values[$0] != nil }
+        let statement = try statement(kind, written, db)
+        for (index, position) in written.enumerated() { try statement.bind(values[position]!, toParameter: index + 1) }
+        for (index, value) in keyValues.enumerated() {
+            try statement.bind(value, toParameter: written.count + index + 1)
+        }
+        try statement.runToCompletion(arguments: nil)
+    }
+
+    private func statement(_ kind: Write, _ written: [Int], _ db: Database) throws -> Statement {
+        if let known = writes[kind]?[written] { return known }
+        let names = written.map { quoteIdentifier(definition.columns[$0].name) }
+        let table = "main.\(quoteIdentifier(definition.name))"
+        let sql: String
+        switch kind {
+        case .insert:
+            sql =
+                "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES ("
+                + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+        case .update:
+            let keys = keyColumns.enumerated().map { "\(quoteIdentifier($1)) = ?\(names.count + $0 + 1)" }
+            sql =
+                "UPDATE \(table) SET \(names.enumerated().map { "\($1) = ?\($0 + 1)" }.joined(separator: ", ")) "
+                + "WHERE \(keys.joined(separator: " AND "))"
+        }
+        let statement = try db.cachedStatement(sql)
+        writes[kind, default: [:]][written] = statement
+        return statement
     }
 }

@@ -1,0 +1,187 @@
+import Foundation
+import OfflineStore
+import SyncClient
+import SyncProtocol
+import SyncServer
+import TestSupport
+import Testing
+
+/// A transport that watches the engine's read-ahead: how many requests of each kind are in
+/// flight at once, how far the pulls run ahead of the pages applied, and the cursor of each page
+/// the server handed out. It fails one chosen request without a retry, as a connection reset
+/// that outlasted the retries would.
+final class PipelineTransport: SyncTransport, @unchecked Sendable {
+    // @unchecked Sendable: every stored property is a `Locked` or a semaphore (both safe from any
+    // thread), and `inner` is Sendable.
+    let inner: InProcessTransport
+    /// The request to fail: the `number`th (from 1) to the endpoint named `name` ("push", "pull").
+    let failing = Locked<(name: String, number: Int)?>(nil)
+    /// Signalled when that request has failed.
+    let failed = DispatchSemaphore(value: 0)
+    private let started = Locked<[String: Int]>([:])
+    private let inFlight = Locked<[String: Int]>([:])
+    /// The most requests of each kind that were in flight at once.
+    let mostInFlight = Locked<[String: Int]>([:])
+    /// The cursor of every page the server answered, in order.
+    let pageCursors = Locked<[String]>([])
+    /// Pages the engine has applied, counted by the test (`afterApplyingChanges`).
+    let pagesApplied = Locked(0)
+    /// The most pull requests made beyond the pages applied (1: the page being applied, 2: the
+    /// next one asked for meanwhile).
+    let mostPullsAhead = Locked(0)
+
+    init(_ inner: InProcessTransport) { self.inner = inner }
+
+    /// Counts from here on, and fails the `number`th request (from 1) to `name` from here on.
+    func watch(failing name: String? = nil, number: Int = 0) {
+        started.value = [:]
+        mostInFlight.value = [:]
+        pageCursors.value = []
+        pagesApplied.value = 0
+        mostPullsAhead.value = 0
+        failing.value = name.map { ($0, number) }
+    }
+
+    func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
+        let name = url.lastPathComponent
+        let number = started.withLock { counts in
+            counts[name, default: 0] += 1
+            return counts[name]!
+        }
+        if name == "pull" {
+            let ahead = number - pagesApplied.value
+            mostPullsAhead.withLock { $0 = max($0, ahead) }
+        }
+        inFlight.withLock { counts in
+            counts[name, default: 0] += 1
+            let now = counts[name]!
+            mostInFlight.withLock { $0[name] = max($0[name] ?? 0, now) }
+        }
+        defer { inFlight.withLock { $0[name, default: 0] -= 1 } }
+        if let failing = failing.value, failing.name == name, failing.number == number {
+            failed.signal()
+            throw SyncError(.transport, "connection reset by peer (simulated, no retry left)")
+        }
+        let reply = try inner.post(url, headers: headers, body: body)
+        if name == "pull", reply.status == 200,
+            let page = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
+            let cursor = page["cursor"] as? String
+        {
+            pageCursors.withLock { $0.append(cursor) }
+        }
+        return reply
+    }
+}
+
+@Suite("Sync engine: the read-ahead of pushes and pulls")
+struct PipelineTests {
+    let directory: TemporaryDirectory
+    let storage: SQLiteSyncStorage
+    let transport: PipelineTransport
+    let token: String
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
+        try storage.createDataset(named: "family")
+        token = try storage.createToken(dataset: "family", readOnly: false).secret
+        transport = PipelineTransport(InProcessTransport(service: SyncService(storage: storage)))
+    }
+
+    /// A list and 20 reminders: 21 changes, 3 pushes of 7 and 5 pages of 5 (see ``Device``).
+    private func aliceWithTwentyOneChanges() throws -> Device {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        try alice.db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            for index in 0..<20 {
+                try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), \("t\(index)"), 'L')")
+            }
+        }
+        return alice
+    }
+
+    /// Changes a device holds: its rows, and those waiting in the stash (a reminder pulled
+    /// before its list).
+    private func held(_ device: Device) throws -> Int {
+        try device.count("remindersLists") + device.count("reminders") + device.log.stashedCount(device.db)
+    }
+
+    @Test func aPullFailingAheadWhileAPageAppliesLeavesTheCursorAtThatPage() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        // Bob's first sync: hello, then pull 1 (page 1). Pull 2 (page 2) is asked for while page 1
+        // applies, and fails; the apply of page 1 waits until it has, so the failure lands inside it.
+        transport.watch(failing: "pull", number: 2)
+        let failedWhileApplying = Locked<Bool?>(nil)
+        bob.engine.afterApplyingChanges = { [transport] _ in
+            transport.pagesApplied.withLock { $0 += 1 }
+            if failedWhileApplying.value == nil {
+                failedWhileApplying.value = transport.failed.wait(timeout: .now() + 30) == .success
+            }
+        }
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        #expect(failedWhileApplying.value == true)
+        // Page 1 is applied and its cursor saved; nothing of page 2.
+        let firstPage = try #require(transport.pageCursors.value.first)
+        #expect(try bob.engine.state().cursor == firstPage)
+        #expect(try bob.engine.state().lastError?.contains("connection reset") == true)
+        #expect(try held(bob) == 5)
+
+        // The next sync resumes at page 2: it pulls the other 16 changes, none twice.
+        transport.watch()
+        let resumed = try bob.engine.sync()
+        #expect(resumed.pulled == 16)
+        #expect(try held(bob) == 21)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        // At most one pull at a time, never more than one page ahead of the page being applied.
+        #expect(transport.mostInFlight.value["pull"] == 1)
+        #expect(transport.mostPullsAhead.value <= 2)
+    }
+
+    @Test func aFailingApplyAbandonsThePageAskedForAheadAndKeepsTheCursorBeforeIt() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        struct AppFailed: Error {}
+        transport.watch()
+        // Page 2's apply fails (the app's own step after it, in its own transaction, throws)
+        // while page 3 is being asked for.
+        bob.engine.afterApplyingChanges = { [transport] _ in
+            let applied = transport.pagesApplied.withLock { count in
+                count += 1
+                return count
+            }
+            if applied == 2 { throw AppFailed() }
+        }
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        // The page asked for ahead was collected before the sync returned: nothing in flight.
+        #expect(transport.mostInFlight.value["pull"] == 1)
+        let cursors = transport.pageCursors.value
+        #expect(cursors.count >= 2)
+        #expect(try bob.engine.state().cursor == cursors.first)
+        // Page 2 was applied (its own transaction committed before the app's step failed) but its
+        // cursor not saved: the next sync pulls it again, and applying it again changes nothing.
+        #expect(try held(bob) == 10)
+        bob.engine.afterApplyingChanges = nil
+        #expect(try bob.engine.sync().pulled == 16)
+        #expect(try held(bob) == 21)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
+
+    @Test func aPushFailingWhileTheNextBatchIsReadKeepsTheOrderOfAcknowledgements() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        // Push 2 (changes 8–14) fails; batch 3 was read and encoded meanwhile, and must not be
+        // sent or marked pushed.
+        transport.watch(failing: "push", number: 2)
+        #expect(throws: SyncError.self) { try alice.engine.sync() }
+        #expect(try alice.log.pendingCount(alice.db) == 14)
+        #expect(try storage.datasets().first?.changes == 7)
+        transport.watch()
+        #expect(try alice.engine.sync().pushed == 14)
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        #expect(try storage.datasets().first?.changes == 21)
+        // One push at a time: the server receives a client's pushes in order.
+        #expect(transport.mostInFlight.value["push"] == 1)
+    }
+}
