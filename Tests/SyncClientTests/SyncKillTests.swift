@@ -32,14 +32,7 @@ struct SyncKillTests {
             try db.close()
         }
         func sync(_ path: String) throws -> Process {
-            let process = Process()
-            process.executableURL = reminders
-            process.arguments = ["--db", path, "sync", "--server", server.baseURL.absoluteString]
-            process.environment = ["OSTORE_TOKEN": token]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+            try startSync(reminders, path, through: server.baseURL, token: token)
         }
         var generator = SystemRandomNumberGenerator()
         for round in 0..<24 {
@@ -81,28 +74,11 @@ struct SyncKillTests {
         let alice = directory.path("alice.sqlite")
         let bob = directory.path("bob.sqlite")
         let rows = 2_500
-        func edit(_ sql: String) throws {
-            let db = try Database(path: alice)
-            _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
-            try db.executeScript(sql)
-            try db.close()
-        }
+        func edit(_ sql: String) throws { try SyncKillTests.edit(alice, sql) }
         func sync(_ path: String, through url: URL) throws -> Process {
-            let process = Process()
-            process.executableURL = reminders
-            process.arguments = ["--db", path, "sync", "--server", url.absoluteString]
-            process.environment = ["OSTORE_TOKEN": token]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+            try startSync(reminders, path, through: url, token: token)
         }
-        try edit(
-            """
-            INSERT INTO remindersLists (id, name) VALUES ('L', 'Home');
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
-            INSERT INTO reminders (id, title, listID) SELECT 'R' || i, 'r' || i, 'L' FROM n;
-            """)
+        try edit(listWithReminders(rows))
         let client = Locked<Int32>(0)
         let delay = Locked<UInt32>(0)
         proxy.afterAnswering = { request in
@@ -161,26 +137,9 @@ struct SyncKillTests {
         let reminders = try builtProduct("reminders")
         let alice = directory.path("alice.sqlite")
         let rows = 12_000
-        do {
-            let db = try Database(path: alice)
-            _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
-            try db.executeScript(
-                """
-                INSERT INTO remindersLists (id, name) VALUES ('L', 'Home');
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
-                INSERT INTO reminders (id, title, listID) SELECT 'R' || i, 'r' || i, 'L' FROM n;
-                """)
-            try db.close()
-        }
+        try Self.edit(alice, listWithReminders(rows))
         func sync(_ path: String, through url: URL) throws -> Process {
-            let process = Process()
-            process.executableURL = reminders
-            process.arguments = ["--db", path, "sync", "--server", url.absoluteString]
-            process.environment = ["OSTORE_TOKEN": token]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+            try startSync(reminders, path, through: url, token: token)
         }
         #expect(try sync(alice, through: server.baseURL).waitedForExit() == 0)
         // The client to kill, and after which pull answer of its sync.
@@ -223,6 +182,35 @@ struct SyncKillTests {
         #expect(try server.storage().datasets().first?.changes == Int64(rows + 1))
         #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
     }
+
+    /// Runs `sql` on the Reminders store at `path`, through the store (its writes recorded).
+    fileprivate static func edit(_ path: String, _ sql: String) throws {
+        let db = try Database(path: path)
+        _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        try db.executeScript(sql)
+        try db.close()
+    }
+}
+
+/// A list and `rows` reminders in it, `R1`…, as one script.
+private func listWithReminders(_ rows: Int) -> String {
+    """
+    INSERT INTO remindersLists (id, name) VALUES ('L', 'Home');
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+    INSERT INTO reminders (id, title, listID) SELECT 'R' || i, 'r' || i, 'L' FROM n;
+    """
+}
+
+/// `reminders --db PATH sync --server URL` started, the token in the environment, its output discarded.
+private func startSync(_ reminders: URL, _ path: String, through url: URL, token: String) throws -> Process {
+    let process = Process()
+    process.executableURL = reminders
+    process.arguments = ["--db", path, "sync", "--server", url.absoluteString]
+    process.environment = ["OSTORE_TOKEN": token]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
 }
 
 extension Process {

@@ -1,6 +1,7 @@
 import Foundation
 import SyncClient
 import SyncServer
+import TestSupport
 
 /// A transport that hands each request straight to a `SyncService`, no network: the engine's
 /// logic tested against the real handlers and storage. `failNext` makes the next requests fail
@@ -30,5 +31,20 @@ final class InProcessTransport: SyncTransport, @unchecked Sendable {
         return TransportReply(
             status: response.status.rawValue, body: response.body,
             retryAfterSeconds: response.headers["Retry-After"].flatMap(Double.init))
+    }
+}
+
+/// A server's storage with the dataset `family` and a read-write token, in `directory`: what the
+/// engine tests talk to through an ``InProcessTransport``.
+struct InProcessDataset {
+    let storage: SQLiteSyncStorage
+    let token: String
+    let transport: InProcessTransport
+
+    init(in directory: TemporaryDirectory) throws {
+        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
+        try storage.createDataset(named: "family")
+        token = try storage.createToken(dataset: "family", readOnly: false).secret
+        transport = InProcessTransport(service: SyncService(storage: storage))
     }
 }

@@ -76,21 +76,18 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
 @Suite("Sync engine: the read-ahead of pushes and pulls")
 struct PipelineTests {
     let directory: TemporaryDirectory
-    let storage: SQLiteSyncStorage
+    let dataset: InProcessDataset
     let transport: PipelineTransport
-    let token: String
 
     init() throws {
         directory = try TemporaryDirectory()
-        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
-        try storage.createDataset(named: "family")
-        token = try storage.createToken(dataset: "family", readOnly: false).secret
-        transport = PipelineTransport(InProcessTransport(service: SyncService(storage: storage)))
+        dataset = try InProcessDataset(in: directory)
+        transport = PipelineTransport(dataset.transport)
     }
 
     /// A list and 20 reminders: 21 changes, 3 pushes of 7 and 5 pages of 5 (see ``Device``).
     private func aliceWithTwentyOneChanges() throws -> Device {
-        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: dataset.token)
         try alice.db.transaction { db in
             try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
             for index in 0..<20 {
@@ -109,7 +106,7 @@ struct PipelineTests {
     @Test func aPullFailingAheadWhileAPageAppliesLeavesTheCursorAtThatPage() throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
-        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
         // Bob's first sync: hello, then pull 1 (page 1). Pull 2 (page 2) is asked for while page 1
         // applies, and fails; the apply of page 1 waits until it has, so the failure lands inside it.
         transport.watch(failing: "pull", number: 2)
@@ -142,7 +139,7 @@ struct PipelineTests {
     @Test func aFailingApplyAbandonsThePageAskedForAheadAndKeepsTheCursorBeforeIt() throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
-        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
         struct AppFailed: Error {}
         transport.watch()
         // Page 2's apply fails (the app's own step after it, in its own transaction, throws)
@@ -176,11 +173,11 @@ struct PipelineTests {
         transport.watch(failing: "push", number: 2)
         #expect(throws: SyncError.self) { try alice.engine.sync() }
         #expect(try alice.log.pendingCount(alice.db) == 14)
-        #expect(try storage.datasets().first?.changes == 7)
+        #expect(try dataset.storage.datasets().first?.changes == 7)
         transport.watch()
         #expect(try alice.engine.sync().pushed == 14)
         #expect(try alice.log.pendingCount(alice.db) == 0)
-        #expect(try storage.datasets().first?.changes == 21)
+        #expect(try dataset.storage.datasets().first?.changes == 21)
         // One push at a time: the server receives a client's pushes in order.
         #expect(transport.mostInFlight.value["push"] == 1)
     }

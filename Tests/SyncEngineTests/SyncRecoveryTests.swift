@@ -52,10 +52,9 @@ struct SyncRecoveryTests {
 
     init() throws {
         directory = try TemporaryDirectory()
-        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
-        try storage.createDataset(named: "family")
-        token = try storage.createToken(dataset: "family", readOnly: false).secret
-        transport = SwappableTransport(InProcessTransport(service: SyncService(storage: storage)))
+        let dataset = try InProcessDataset(in: directory)
+        (storage, token) = (dataset.storage, dataset.token)
+        transport = SwappableTransport(dataset.transport)
     }
 
     /// The server the restore tests sync with: this suite's SQLite storage, or one on a new
