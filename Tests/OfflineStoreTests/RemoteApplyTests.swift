@@ -369,8 +369,16 @@ struct RemoteApplyTests {
         try bob.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R7'")
         try bob.db.execute("DELETE FROM reminders WHERE id = 'R8'")
         #expect(try bob.log.pendingCount(bob.db) == 2)
+        // The triggers stored in the file, off while the batch applied, fire again.
+        try bob.db.executeScript(
+            """
+            CREATE TABLE main.inserted (id TEXT);
+            CREATE TRIGGER main.note_insert AFTER INSERT ON reminders BEGIN INSERT INTO inserted VALUES (NEW.id); END;
+            """)
+        try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('mine', 'Bread', 'L')")
+        #expect(try bob.rows("SELECT id FROM inserted") == ["mine"])
         // Both ends hold the same rows.
-        let sql: SQL = "SELECT id || title FROM reminders WHERE id NOT IN ('R7', 'R8') ORDER BY id"
+        let sql: SQL = "SELECT id || title FROM reminders WHERE id NOT IN ('R7', 'R8', 'mine') ORDER BY id"
         #expect(try alice.rows(sql) == bob.rows(sql))
     }
 
@@ -393,5 +401,21 @@ struct RemoteApplyTests {
         #expect(try trackingTriggers(bob) == before)
         try bob.db.execute("UPDATE reminders SET title = 'Oat milk' WHERE id = 'R7'")
         #expect(try bob.log.pendingCount(bob.db) == 1)
+    }
+
+    // An app's own trigger stored in the file keeps firing for every row a large batch writes
+    // (only the store's own stored triggers, inert on this connection, are switched off).
+    @Test func anAppsOwnStoredTriggerFiresForEveryRowOfALargeBatch() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try bob.db.executeScript(
+            """
+            CREATE TABLE main.inserted (id TEXT);
+            CREATE TRIGGER main.note_insert AFTER INSERT ON reminders BEGIN INSERT INTO inserted VALUES (NEW.id); END;
+            """)
+        let outcome = try bob.log.apply(try largeBatch(from: alice, count: 1_200), to: bob.db)
+        #expect(outcome.applied == 1_201)
+        #expect(try bob.db.count("inserted") == 1_200)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
     }
 }

@@ -1,3 +1,5 @@
+import CSQLite
+
 extension ChangeLog {
     /// Batches at least this large apply with this connection's tracking triggers taken out (see
     /// ``withoutTrackingTriggers(_:_:)``): dropping and creating them again (one table's, 3.3M
@@ -24,8 +26,37 @@ extension ChangeLog {
         let stored = "CREATE TRIGGER "
         guard !triggers.isEmpty, triggers.allSatisfy({ $0.sql.hasPrefix(stored) }) else { return try body() }
         for trigger in triggers { try db.execute(sql: "DROP TRIGGER temp.\(quoteIdentifier(trigger.name))") }
-        let result = try body()
+        let result = try withoutTriggersInFiles(db, body)
         for trigger in triggers { try db.execute(sql: "CREATE TEMP TRIGGER " + trigger.sql.dropFirst(stored.count)) }
+        return result
+    }
+
+    /// Runs `body` with the triggers stored in the database files off on this connection
+    /// (`SQLITE_DBCONFIG_ENABLE_TRIGGER`; TEMP triggers are not affected), when the only ones are
+    /// the store's own `ostore_unlogged_` triggers: their `WHEN` is false on a connection that
+    /// records its writes, yet each costs its frame on every row. An app's own triggers keep
+    /// firing: with any of them the setting is left alone. Switching it makes SQLite prepare this
+    /// connection's statements again on their next use, once per large batch.
+    /// See <https://www.sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfigenabletrigger>.
+    private func withoutTriggersInFiles<Result>(_ db: Database, _ body: () throws -> Result) throws -> Result {
+        let others = try db.fetchValue(
+            Int.self,
+            """
+            SELECT (SELECT count(*) FROM main.sqlite_schema
+                    WHERE type = 'trigger' AND substr(name, 1, \(LogCoverage.unloggedTable.count + 1)) <> \(LogCoverage.unloggedTable + "_"))
+                + (SELECT count(*) FROM ostore_meta.sqlite_schema WHERE type = 'trigger')
+            """)
+        guard others == 0 else { return try body() }
+        let handle = try db.connection.handle(for: "apply changes")
+        try db.setFlag(SQLITE_DBCONFIG_ENABLE_TRIGGER, false, handle)
+        let result: Result
+        do {
+            result = try body()
+        } catch {
+            try? db.setFlag(SQLITE_DBCONFIG_ENABLE_TRIGGER, true, handle)
+            throw error
+        }
+        try db.setFlag(SQLITE_DBCONFIG_ENABLE_TRIGGER, true, handle)
         return result
     }
 }

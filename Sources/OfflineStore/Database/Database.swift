@@ -102,7 +102,7 @@ public final class Database {
         }
     }
 
-    private func setFlag(_ option: Int32, _ enabled: Bool, _ handle: OpaquePointer) throws {
+    func setFlag(_ option: Int32, _ enabled: Bool, _ handle: OpaquePointer) throws {
         var current: Int32 = 0
         let code = csqlite_db_config_flag(handle, option, enabled ? 1 : 0, &current)
         guard code == SQLITE_OK else { throw connection.lastError(code: code) }
