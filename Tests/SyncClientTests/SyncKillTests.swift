@@ -65,12 +65,11 @@ struct SyncKillTests {
     /// delays, in the snapshot and in the log phase. Each apply is all or nothing; a later sync
     /// completes with every change applied once and nothing pushed back.
     @Test func killedWhileApplyingAPulledPageLosesAndDuplicatesNothing() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
-        let token = try makeDataset(server, "reminders")
-        let proxy = try FaultProxy(upstreamPort: server.port)
+        let setup = try ProxiedServer()
+        let (directory, server, token, proxy, reminders) = (
+            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
+        )
         defer { proxy.stop() }
-        let reminders = try builtProduct("reminders")
         let alice = directory.path("alice.sqlite")
         let bob = directory.path("bob.sqlite")
         let rows = 2_500
@@ -129,12 +128,11 @@ struct SyncKillTests {
     /// Each later sync resumes at the first page whose cursor was not saved; nothing is lost,
     /// nothing pushed back, nothing stored twice.
     @Test func killedWhileTheNextPageArrivesLosesAndDuplicatesNothing() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
-        let token = try makeDataset(server, "reminders")
-        let proxy = try FaultProxy(upstreamPort: server.port)
+        let setup = try ProxiedServer()
+        let (directory, server, token, proxy, reminders) = (
+            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
+        )
         defer { proxy.stop() }
-        let reminders = try builtProduct("reminders")
         let alice = directory.path("alice.sqlite")
         let rows = 12_000
         try Self.edit(alice, listWithReminders(rows))
@@ -189,6 +187,24 @@ struct SyncKillTests {
         _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
         try db.executeScript(sql)
         try db.close()
+    }
+}
+
+/// A live server with a `reminders` dataset, a fault proxy in front of it, and the built
+/// `reminders` CLI, in a temporary directory.
+private struct ProxiedServer {
+    let directory: TemporaryDirectory
+    let server: LiveServer
+    let token: String
+    let proxy: FaultProxy
+    let reminders: URL
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+        token = try makeDataset(server, "reminders")
+        proxy = try FaultProxy(upstreamPort: server.port)
+        reminders = try builtProduct("reminders")
     }
 }
 

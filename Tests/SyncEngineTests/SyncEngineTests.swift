@@ -44,10 +44,8 @@ struct SyncEngineTests {
 
     init() throws {
         directory = try TemporaryDirectory()
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
-        try storage.createDataset(named: "family")
-        token = try storage.createToken(dataset: "family", readOnly: false).secret
-        transport = InProcessTransport(service: SyncService(storage: storage))
+        let dataset = try InProcessDataset(in: directory)
+        (token, transport) = (dataset.token, dataset.transport)
     }
 
     @Test func twoDevicesConvergeAndNothingIsSentTwice() throws {
