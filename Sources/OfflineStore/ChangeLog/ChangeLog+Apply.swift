@@ -184,7 +184,7 @@ extension ChangeLog {
         var unknown: [String: DatabaseValue] = [:]
         for (name, value) in change.columns {
             if let position = target.position(of: name) {
-                try checkType(value, for: table.columns[position], in: table)
+                try checkType(value, at: position, of: target)
                 known[position] = value
             } else {
                 unknown[name] = value
@@ -428,19 +428,22 @@ extension ChangeLog {
         return sql
     }
 
-    private func checkType(_ value: DatabaseValue, for column: Column, in table: TableDefinition) throws {
-        guard table.options.contains(.strict) else { return }
+    private func checkType(_ value: DatabaseValue, at position: Int, of target: AppliedTable) throws {
+        guard target.isStrict else { return }
+        let type = target.columnTypes[position]
         let fits: Bool
-        switch (column.type, value) {
+        switch (type, value) {
         case (_, .null): fits = true
         case (.any, _): fits = true
         case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): fits = true
         default: fits = false
         }
         guard fits else {
+            let table = target.definition
             throw ChangeLogError(
                 .invalidChange, table: table.name,
-                "column \(column.name) is \(column.type) in a STRICT table; the change carries \(value.storageClass)")
+                "column \(table.columns[position].name) is \(type) in a STRICT table; the change carries \(value.storageClass)"
+            )
         }
     }
 
@@ -624,6 +627,9 @@ private final class AppliedTable {
     /// The positions of the key columns in ``TableDefinition/columns``, in key order.
     let keyPositions: [Int]
     let isKey: [Bool]
+    /// Whether the table is STRICT, and each column's declared type, for the type check.
+    let isStrict: Bool
+    let columnTypes: [ColumnType]
     /// Column positions by declared name and by lowercased name; the first column of a
     /// lowercased name wins, as a search from the start would find it.
     private let positions: [String: Int]
@@ -638,6 +644,8 @@ private final class AppliedTable {
         self.keyColumns = keyColumns
         self.keyPositions = keyPositions
         isKey = definition.columns.indices.map { keyPositions.contains($0) }
+        isStrict = definition.options.contains(.strict)
+        columnTypes = definition.columns.map(\.type)
         var byName: [String: Int] = [:]
         for (position, column) in definition.columns.enumerated() where byName[column.name.lowercased()] == nil {
             byName[column.name.lowercased()] = position
