@@ -204,6 +204,29 @@ struct BadInputTests {
             ])
     }
 
+    /// One invalid byte at every position of inline-sized and longer text (in the first or the last
+    /// word the reader checks), and after a NUL, where a C-string reader would stop looking.
+    @Test func invalidByteAnywhereInTextIsAConversionError() throws {
+        let db = try Database.inMemory()
+        func expectInvalid(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let hex = bytes.map { String(format: "%02X", $0) }.joined()
+            let error = try #require(throws: DatabaseError.self, sourceLocation: sourceLocation) {
+                try db.fetchAll(String.self, SQL(sql: "SELECT CAST(x'\(hex)' AS TEXT)"))
+            }
+            #expect(error.message.contains("not valid UTF-8"), "\(hex): \(error)", sourceLocation: sourceLocation)
+        }
+        for length in [1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 24] {
+            for position in 0..<length {
+                var bytes = [UInt8](repeating: UInt8(ascii: "A"), count: length)
+                bytes[position] = 0xFF
+                try expectInvalid(bytes)
+            }
+        }
+        try expectInvalid([0x41, 0x00, 0x42, 0xFF])
+        try expectInvalid([0x41, 0x00] + [UInt8](repeating: 0x42, count: 20) + [0xFF])
+        try expectInvalid([0xC3, 0xA9, 0x00, 0xC3])
+    }
+
     @Test func hugeAndOddValues() throws {
         let db = try Database.inMemory()
         try db.execute("CREATE TABLE t (v)")

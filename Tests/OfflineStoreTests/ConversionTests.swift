@@ -178,6 +178,30 @@ struct ConversionTests {
         #expect(try db.scalar(Int.self, "SELECT length(CAST(v AS BLOB)) FROM t") == value.utf8.count)
     }
 
+    /// Text of every length up to 40 bytes: each word size the reader checks and copies ASCII with
+    /// (two words that overlap below 16 bytes), inline and allocated strings, and text whose only
+    /// non-ASCII character is at its start or its end.
+    @Test func stringsOfEveryLengthUpToForty() throws {
+        for length in 0...40 {
+            let ascii = String(decoding: (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self)
+            #expect(try roundTrip(ascii).value == ascii, "\(length) ASCII bytes")
+            guard length >= 2 else { continue }
+            for text in [String(ascii.dropLast(2)) + "é", "é" + String(ascii.dropFirst(2))] {
+                #expect(text.utf8.count == length)
+                #expect(try roundTrip(text).value == text, "\(length) bytes with an é")
+            }
+        }
+    }
+
+    /// A NUL inside text past the inline size, and inside non-ASCII text: all the bytes come back.
+    @Test func longAndNonASCIIStringsWithNUL() throws {
+        for value in ["0123456789\u{0}abcdefghij", "é\u{0}x", "\u{0}0123456789abcdefghij"] {
+            let stored = try roundTrip(value)
+            #expect(stored.value == value)
+            #expect(stored.value.utf8.count == value.utf8.count)
+        }
+    }
+
     @Test func emptyDataStaysAnEmptyBlob() throws {
         let stored = try roundTrip(Data())
         #expect(stored.value == Data())
@@ -368,6 +392,14 @@ struct ConversionTests {
         try expectNamed("'abc'", Int.self)
     }
 
+    /// A type's own error from decoding passes through a row read unchanged (only a
+    /// ``DatabaseError`` gets the column's name added).
+    @Test func ownDecodingErrorIsRethrownAsItIs() throws {
+        #expect(throws: Refusing.Refused()) { _ = try decodeStored("1", as: Refusing.self) }
+        let error = try #require(throws: DatabaseError.self) { _ = try decodeStored("'x'", as: Int.self) }
+        #expect(error.message.contains("column 'v'"), "\(error.message)")
+    }
+
     @Test func bindingNaNThrows() throws {
         let error = try #require(throws: DatabaseError.self) {
             try db.execute("INSERT INTO t (v) VALUES (\(Double.nan))")
@@ -384,4 +416,11 @@ struct ConversionTests {
     @Test func infiniteRealIsNotADate() throws {
         try expectMismatch("9e999", as: Date.self)
     }
+}
+
+/// A value type whose conversion always fails with its own error.
+private struct Refusing: DatabaseValueConvertible {
+    struct Refused: Error, Equatable {}
+    var databaseValue: DatabaseValue { .null }
+    static func fromDatabaseValue(_ value: DatabaseValue) throws -> Refusing { throw Refused() }
 }

@@ -34,7 +34,7 @@ extension Cursor {
 
 /// Rows of a statement, streamed.
 public final class RowCursor: Cursor {
-    let statement: Statement
+    @usableFromInline let statement: Statement
     private let arguments: [DatabaseValue]
     private var isFinished = false
 
@@ -49,16 +49,25 @@ public final class RowCursor: Cursor {
     }
 
     /// The next row, valid until the following call (``Row/copy()`` keeps it).
+    @inlinable
     public func next() throws -> Row? {
-        guard !isFinished else { return nil }
+        // Inlinable so that the caller sees which kind of row this is: reading its columns then
+        // skips the detached-row branch, and dropping it costs nothing.
+        try advance() ? Row(statement: statement) : nil
+    }
+
+    /// Steps the statement: true when a row is ready; false at the end, and forever after.
+    @usableFromInline
+    func advance() throws(DatabaseError) -> Bool {
+        guard !isFinished else { return false }
         do {
-            if try statement.step(arguments: arguments) { return Row(statement: statement) }
+            if try statement.step(arguments: arguments) { return true }
         } catch {
             finish()
             throw error
         }
         finish()
-        return nil
+        return false
     }
 
     /// Every remaining row, each copied so that it stays valid.

@@ -102,7 +102,7 @@ func functionArgument(_ value: OpaquePointer?, position: Int) throws -> Database
         guard let text = sqlite3_value_text(value) else { return .text("") }
         let count = Int(sqlite3_value_bytes(value))
         // Never repaired: a U+FFFD written back by the function would change stored bytes.
-        guard let decoded = decodeUTF8(UnsafeBufferPointer(start: text, count: count)) else {
+        guard let decoded = decodeSQLiteText(text, count: count) else {
             throw DatabaseError.conversion(
                 "argument \(position + 1) is TEXT that is not valid UTF-8; pass CAST(... AS BLOB) instead")
         }

@@ -6,7 +6,7 @@ extension Int64: DatabaseValueConvertible {
     @inlinable
     public static func decode(from column: StatementColumn) throws -> Int64 {
         if column.storageClass == .integer { return column.int64 }
-        return try fromDatabaseValue(column.databaseValue())
+        return try convert(column)
     }
 
     public static func fromDatabaseValue(_ value: DatabaseValue) throws -> Int64 {
@@ -34,7 +34,7 @@ extension DatabaseInteger {
     @inlinable
     public static func decode(from column: StatementColumn) throws -> Self {
         if column.storageClass == .integer, let narrow = Self(exactly: column.int64) { return narrow }
-        return try fromDatabaseValue(column.databaseValue())
+        return try convert(column)
     }
 
     public static func fromDatabaseValue(_ value: DatabaseValue) throws -> Self {
@@ -61,7 +61,7 @@ extension Double: DatabaseValueConvertible {
     @inlinable
     public static func decode(from column: StatementColumn) throws -> Double {
         if column.storageClass == .real { return column.double }
-        return try fromDatabaseValue(column.databaseValue())
+        return try convert(column)
     }
 
     public static func fromDatabaseValue(_ value: DatabaseValue) throws -> Double {
@@ -103,7 +103,7 @@ extension Bool: DatabaseValueConvertible {
             default: break
             }
         }
-        return try fromDatabaseValue(column.databaseValue())
+        return try convert(column)
     }
 
     public static func fromDatabaseValue(_ value: DatabaseValue) throws -> Bool {
@@ -121,7 +121,7 @@ extension String: DatabaseValueConvertible {
     @inlinable
     public static func decode(from column: StatementColumn) throws -> String {
         if let text = column.text { return text }
-        return try fromDatabaseValue(column.databaseValue())
+        return try convert(column)
     }
 
     public static func fromDatabaseValue(_ value: DatabaseValue) throws -> String {

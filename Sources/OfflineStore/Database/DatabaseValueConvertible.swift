@@ -52,6 +52,13 @@ extension DatabaseValueConvertible {
 }
 
 extension DatabaseValueConvertible {
+    /// `fromDatabaseValue(column.databaseValue())`, out of line: the slow path of the standard
+    /// types' `decode(from:)`, whose fast path stays small enough to be inlined where rows are read.
+    @usableFromInline @inline(never)
+    static func convert(_ column: StatementColumn) throws -> Self {
+        try fromDatabaseValue(column.databaseValue())
+    }
+
     /// The error for a stored value this type cannot represent exactly.
     static func conversionError(_ value: DatabaseValue, reason: String? = nil) -> DatabaseError {
         var message = "cannot convert \(value.diagnosticDescription) to \(Self.self) without loss"

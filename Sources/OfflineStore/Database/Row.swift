@@ -79,6 +79,8 @@ public struct Row {
     /// The statement's row count when this row was current (0 for a detached row).
     @usableFromInline let generation: UInt64
 
+    /// The current row of `statement`.
+    @inlinable
     init(statement: Statement) {
         source = .statement(Unmanaged.passUnretained(statement), statement.rowGeneration)
         generation = statement.rowGeneration.current
@@ -171,7 +173,8 @@ public struct Row {
             do {
                 return try Value.decode(
                     from: StatementColumn(statement: pointer, index: Int32(truncatingIfNeeded: index)))
-            } catch let error as DatabaseError {
+            } catch {
+                // One call, not an inlined cast: keeps this hot path small enough to inline.
                 throw contextualized(error, column: index)
             }
         }
@@ -252,6 +255,14 @@ public struct Row {
         .misuse("a row was read after its cursor moved on; call row.copy() to keep a row")
     }
 
+    /// A ``DatabaseError`` with the column's context added; any other error as it is.
+    @usableFromInline
+    func contextualized(_ error: any Error, column index: Int) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        return contextualized(error, column: index)
+    }
+
+    /// The error with the column's name and index, and the statement's SQL.
     @usableFromInline
     func contextualized(_ error: DatabaseError, column index: Int) -> DatabaseError {
         let name = index < columns.names.count ? columns.names[index] : "?"
