@@ -79,7 +79,8 @@ struct ChangeLogWorkloads {
         // The input of the fold, updates and deletes: the store after `rows` tracked inserts (with
         // its journal as the inserts left it, and folded), and a file without a change log holding
         // the same rows.
-        let needsInserted = [foldName, updateName, deleteName, sizeName, foldedSizeName].contains(where: options.includes)
+        let needsInserted = [foldName, updateName, deleteName, sizeName, foldedSizeName].contains(
+            where: options.includes)
         let inserted = needsInserted ? try insertedStores(setting) : nil
 
         if options.includes(foldName), let inserted {

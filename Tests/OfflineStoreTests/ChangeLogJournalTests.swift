@@ -1,7 +1,8 @@
 import Foundation
-@testable import OfflineStore
 import RemindersModel
 import Testing
+
+@testable import OfflineStore
 
 /// The change journal the triggers append to, and its fold into the keyed log.
 @Suite("Change log journal")
@@ -74,13 +75,17 @@ struct ChangeLogJournalTests {
         let first = try log.pendingChanges(db)
         #expect(try journalCount(db) == 0)
         let folded = try #require(first.last?.sequence)
-        // The journal is empty now: the next place follows the keyed log's newest, not 1.
+        // The journal is empty now: its numbering restarts, but the places follow the keyed log's.
         try db.execute("UPDATE remindersLists SET name = 'a2' WHERE id = 'A'")
         try db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'c')")
-        let journalPlaces = try db.fetchAll(Int64.self, "SELECT seq FROM ostore_meta.ostore_journal ORDER BY seq")
-        #expect(journalPlaces == [folded + 1, folded + 2])
-        #expect(try queue(db, log) == ["insert 'A' [\"id\", \"name\"]", "insert 'B' [\"id\", \"name\"]",
-                                       "update 'A' [\"name\"]", "insert 'C' [\"id\", \"name\"]"])
+        #expect(try db.fetchAll(Int64.self, "SELECT seq FROM ostore_meta.ostore_journal ORDER BY seq") == [1, 2])
+        #expect(try ChangeJournal.newestSequence(db) == folded + 2)
+        #expect(try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark") == folded + 2)
+        #expect(
+            try queue(db, log) == [
+                "insert 'A' [\"id\", \"name\"]", "insert 'B' [\"id\", \"name\"]",
+                "update 'A' [\"name\"]", "insert 'C' [\"id\", \"name\"]",
+            ])
 
         // B's insert acknowledged; an edit of B moves it behind everything, in a later fold.
         try log.markPushed(db, upTo: first[1].sequence)
@@ -151,7 +156,39 @@ struct ChangeLogJournalTests {
         let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
         #expect(try log.coversEveryChange(db))
         // The rescan records every row again; C, whose log was lost, among them.
-        #expect(Set(try log.pendingChanges(db).compactMap { $0.primaryKey["id"]?.sqlLiteral }) == ["'A'", "'B'", "'C'"])
+        #expect(
+            Set(try log.pendingChanges(db).compactMap { $0.primaryKey["id"]?.sqlLiteral }) == ["'A'", "'B'", "'C'"])
+    }
+
+    /// A journal longer than one fold step moves step by step (each step's journal rows freed
+    /// before the next): the keyed log ends as one step, and the folded view readers use, give.
+    @Test func aFoldInStepsGivesWhatTheFoldedViewShows() throws {
+        let (db, log) = try open()
+        let rows = Int(ChangeJournal.foldStep) + 1_808
+        try db.execute(
+            sql: """
+                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO remindersLists (id, name) SELECT 'L' || i, 'list ' || i FROM n
+                """, arguments: [rows - 1])
+        #expect(try log.foldJournal(db) == rows)
+        try db.execute("UPDATE remindersLists SET name = name || ' renamed'")
+        try db.execute("UPDATE remindersLists SET name = 'again' WHERE rowid % 1000 = 0")
+        try db.execute("DELETE FROM remindersLists WHERE rowid % 999 = 0")
+        let journaled = try journalCount(db)
+        #expect(journaled > Int(ChangeJournal.foldStep))
+        func entries(_ source: String) throws -> [String] {
+            try db.fetchAll(
+                String.self,
+                SQL(
+                    sql:
+                        "SELECT tableID || ' ' || quote(pk) || ' ' || columnName || ' ' || clock || ' ' || site || ' ' "
+                        + "|| seq FROM \(source) ORDER BY seq"))
+        }
+        let expected = try entries(ChangeJournal.foldedLog(Metadatabase.schemaName))
+        #expect(try log.foldJournal(db) == journaled)
+        #expect(try entries("ostore_meta.ostore_changes") == expected)
+        #expect(expected.count == 2 * rows + rows / 999)
+        #expect(try journalCount(db) == 0)
     }
 
     /// A fold that fails part way (here a trigger refuses one entry) or is rolled back with the
@@ -202,9 +239,11 @@ struct ChangeLogJournalTests {
             #expect(try !meta.tableExists(ChangeJournal.tableName))
             try meta.close()
         }
-        let clocks: [Int64] = [HybridTimestamp(milliseconds: 1_000, counter: 0).packed,
-                               HybridTimestamp(milliseconds: 2_000, counter: 0).packed,
-                               HybridTimestamp(milliseconds: 3_000, counter: 0).packed]
+        let clocks: [Int64] = [
+            HybridTimestamp(milliseconds: 1_000, counter: 0).packed,
+            HybridTimestamp(milliseconds: 2_000, counter: 0).packed,
+            HybridTimestamp(milliseconds: 3_000, counter: 0).packed,
+        ]
         do {
             let db = try Database(path: path)
             try db.execute("ATTACH DATABASE \(metaPath) AS ostore_meta")
@@ -230,7 +269,7 @@ struct ChangeLogJournalTests {
         #expect(try journalCount(db) == 0)
         #expect(try log.pendingCount(db) == 2)
         try db.execute("UPDATE remindersLists SET name = 'b2' WHERE id = 'B'")
-        #expect(try db.fetchValue(Int64.self, "SELECT seq FROM ostore_meta.ostore_journal") == 4)
+        #expect(try ChangeJournal.newestSequence(db) == 4)
         let pending = try log.pendingChanges(db)
         #expect(pending.map(\.sequence) == [2, 3, 4])
         #expect(pending.map(\.operation) == [.insert, .update, .update])
@@ -257,9 +296,10 @@ struct ChangeLogJournalTests {
         let reader = try Database(path: db.path, configuration: readOnly)
         #expect(try ChangeLogReader.summary(in: reader)?.pendingChanges == 4)
         let entries = try ChangeLogReader.entries(in: reader, pendingOnly: true)
-        #expect(entries.map { "\($0.operation.rawValue) \($0.key.map(\.sqlLiteral).joined()) \($0.columns)" } == [
-            "insert 'B' []", "update 'B' [\"name\"]", "insert 'C' []", "update 'A' [\"name\"]",
-        ])
+        #expect(
+            entries.map { "\($0.operation.rawValue) \($0.key.map(\.sqlLiteral).joined()) \($0.columns)" } == [
+                "insert 'B' []", "update 'B' [\"name\"]", "insert 'C' []", "update 'A' [\"name\"]",
+            ])
         let places = entries.compactMap(\.sequence)
         #expect(places.count == 4 && places == places.sorted())
 

@@ -117,8 +117,8 @@ public enum ChangeTracker {
     /// Each entry is one append to the journal (``ChangeJournal``; `… SELECT … WHERE` a column
     /// changed for generated columns): no index and no conflict clause, so the conflict policy of
     /// the user's statement (`UPDATE OR IGNORE`, `OR REPLACE`, …), which SQLite applies to the
-    /// trigger's statements too, has nothing to act on. Its place in the queue is one more than
-    /// the newest, so each statement, and so each changed column of one UPDATE, takes its own.
+    /// trigger's statements too, has nothing to act on. Each statement, and so each changed
+    /// column of one UPDATE, takes its own place in the queue.
     static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
         let keys = keyColumns(of: table)
         let newKey = keyExpression(keys, row: "NEW")
@@ -126,12 +126,11 @@ public enum ChangeTracker {
         let target = "main.\(quoteIdentifier(table.name))"
         func record(_ key: String, _ column: String) -> String {
             ChangeJournal.appendSQL(
-                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()", meta: meta)
+                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()")
         }
         func record(_ key: String, _ column: String, where condition: String) -> String {
             ChangeJournal.appendSQL(
-                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()", meta: meta,
-                where: condition)
+                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()", where: condition)
         }
         let name = { (event: String) in quoteIdentifier(triggerPrefix + table.name + "_" + event) }
         let keyChanged = "\(newKey) IS NOT \(oldKey)"
@@ -146,7 +145,7 @@ public enum ChangeTracker {
         // transaction writes it, later rows only check that it is still there (see
         // `ostore_watermark_due` in CSQLite/shim.h).
         let watermark = """
-            UPDATE ostore_log_watermark SET seq = ostore_watermark((SELECT max(seq) FROM \(meta).\(ChangeJournal.tableName)))
+            UPDATE ostore_log_watermark SET seq = ostore_watermark(\(ChangeJournal.newestSequenceSQL(meta: meta)))
                 WHERE id = 1 AND ostore_watermark_due(seq);
             """
         let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")

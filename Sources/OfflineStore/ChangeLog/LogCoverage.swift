@@ -155,8 +155,7 @@ extension ChangeLog {
         return unlogged == 0 && watermark <= logged
     }
 
-    /// The newest place in the queue, in the journal or the keyed log: a fold moves entries
-    /// from one to the other with their places, so it never lowers it.
+    /// The newest place in the queue, over the journal and the keyed log (a fold leaves it as it is).
     private func newestSequence(_ db: Database) throws -> Int64? {
         try ChangeJournal.newestSequence(db)
     }
@@ -222,5 +221,5 @@ extension ChangeLog {
     }
 
     private static let recordLocalSQL = ChangeJournal.appendSQL(
-        tableID: "?1", key: "?2", column: "?3", clock: "?4", meta: Metadatabase.schemaName)
+        tableID: "?1", key: "?2", column: "?3", clock: "?4")
 }

@@ -6,12 +6,10 @@ enum MetadatabaseV1_3: LibrarySchema {
     static let versionIdentifier: Schema.Version = "1.3.0"
     static let models: [any Model.Type] = MetadatabaseV1_2.models + [JournalEntry.self]
 
-    /// One change as the triggers saw it, waiting to be folded into the keyed log. `seq` is its
-    /// place in the queue, the same numbering as the keyed log's: each entry takes one more than
-    /// the newest in either table (see ``ChangeJournal/appendSQL(tableID:key:column:clock:meta:where:)``),
-    /// so places never go backwards, even when a fold has emptied the journal. Every entry is a
-    /// local change (`site` 0 once folded). The rowid is the only B-tree: an append touches the
-    /// right-most page alone.
+    /// One change as the triggers saw it, waiting to be folded into the keyed log. `seq` is the
+    /// rowid: the order of the entries, and with the keyed log's newest place at the fold, the
+    /// entry's place in the queue (see ``ChangeJournal``). Every entry is a local change (`site` 0
+    /// once folded). The rowid is the only B-tree: an append touches the right-most page alone.
     enum JournalEntry: Model {
         static let tableDefinition = TableDefinition(ChangeJournal.tableName, sync: .localOnly, options: [.strict]) {
             Column("seq", .integer).primaryKey()
