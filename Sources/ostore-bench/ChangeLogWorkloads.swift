@@ -188,6 +188,14 @@ struct ChangeLogWorkloads {
         return (journal, tracked, plain)
     }
 
+    /// A fresh copy of the store `source` (nil: a new one) under `name`, opened with its change log.
+    private func openStore(_ name: String, copying source: String?, _ setting: Setting) throws -> (
+        Database?, ChangeLog?
+    ) {
+        let db = try Database(path: setting.stores.replace(name, with: source))
+        return (db, try ChangeLog.open(db, migrator: setting.migrator))
+    }
+
     /// The work the triggers no longer do per row, timed where it now happens: one fold of the
     /// journal `rows` tracked inserts left (opening the store outside the clock, which does not
     /// fold), against the C inserts of the same rows without tracking, taking turns.
@@ -198,10 +206,7 @@ struct ChangeLogWorkloads {
         var log: ChangeLog?
         var referenceDB: OpaquePointer?
         let fold = TimedSide(
-            setUp: {
-                db = try Database(path: setting.stores.replace("fold.sqlite", with: inserted.journal))
-                log = try ChangeLog.open(db!, migrator: setting.migrator)
-            },
+            setUp: { (db, log) = try openStore("fold.sqlite", copying: inserted.journal, setting) },
             body: {
                 guard try log!.foldJournal(db!) == rows else {
                     throw BenchmarkFailure(description: "\(name): the fold did not move \(rows) entries")
@@ -249,10 +254,7 @@ struct ChangeLogWorkloads {
         var log: ChangeLog?
         var referenceDB: OpaquePointer?
         let tracked = TimedSide(
-            setUp: {
-                db = try Database(path: setting.stores.replace("tracked.sqlite", with: sources.tracked))
-                log = try ChangeLog.open(db!, migrator: setting.migrator)
-            },
+            setUp: { (db, log) = try openStore("tracked.sqlite", copying: sources.tracked, setting) },
             body: { try db!.transaction(.immediate) { db in try ours(db) } },
             tearDown: {
                 let pending = try log!.pendingCount(db!)
