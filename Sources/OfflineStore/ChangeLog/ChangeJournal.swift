@@ -66,8 +66,9 @@ enum ChangeJournal {
     static let foldStep: Int64 = 8_192
 
     /// Moves every journal entry into the keyed log, in `seq` order, each to the keyed log's newest
-    /// place (before the fold) plus its `seq`, and empties the journal, in one transaction (a savepoint inside the caller's): a failure or a kill at any point leaves
-    /// each change in exactly one of the two tables. Returns how many entries it moved.
+    /// place (before the fold) plus its `seq`, and empties the journal, in one transaction (a
+    /// savepoint inside the caller's): a failure or a kill at any point leaves each change in
+    /// exactly one of the two tables. Returns how many entries it moved.
     ///
     /// A large journal moves in steps of ``foldStep`` places, each step's journal rows deleted
     /// before the next is inserted, so the keyed log's new pages reuse the journal's freed ones and
