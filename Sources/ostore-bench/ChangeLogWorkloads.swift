@@ -57,9 +57,11 @@ struct ChangeLogWorkloads {
             titles: titles, referenceIDs: CStringArray(ids), referenceTitles: CStringArray(titles))
 
         let insertName = "insert, tracked"
+        let foldName = "  fold the inserts' journal into the keyed log"
         let updateName = "update one column by key, tracked"
         let deleteName = "delete by key, tracked"
         let sizeName = "metadatabase size after the inserts"
+        let foldedSizeName = "metadatabase size after the inserts and their fold"
         let readNames = ReadNames()
         var results: [ChangeLogResult] = []
 
@@ -74,14 +76,20 @@ struct ChangeLogWorkloads {
                 })
         }
 
-        // The input of the updates and deletes: the store after `rows` tracked inserts, and a
-        // file without a change log holding the same rows.
-        let needsInserted = [updateName, deleteName, sizeName].contains(where: options.includes)
+        // The input of the fold, updates and deletes: the store after `rows` tracked inserts (with
+        // its journal as the inserts left it, and folded), and a file without a change log holding
+        // the same rows.
+        let needsInserted = [foldName, updateName, deleteName, sizeName, foldedSizeName].contains(
+            where: options.includes)
         let inserted = needsInserted ? try insertedStores(setting) : nil
+
+        if options.includes(foldName), let inserted {
+            results.append(try foldJournal(foldName, from: inserted, setting))
+        }
 
         if options.includes(updateName), let inserted {
             results += try compare(
-                updateName, target: Self.trackedWriteTarget, from: inserted, setting,
+                updateName, target: Self.trackedWriteTarget, from: (inserted.tracked, inserted.plain), setting,
                 expecting: Expected(rows: rows, updated: rows, pending: 2 * rows),
                 ours: { db in
                     let update = try db.cachedStatement("UPDATE todos SET updatedAt = ? WHERE id = ?")
@@ -92,7 +100,7 @@ struct ChangeLogWorkloads {
         if options.includes(deleteName), let inserted {
             // Each deleted row's insert stays in the log beside its delete; a push sends the delete alone.
             results += try compare(
-                deleteName, target: nil, from: inserted, setting,
+                deleteName, target: nil, from: (inserted.tracked, inserted.plain), setting,
                 expecting: Expected(rows: 0, updated: 0, pending: 2 * rows),
                 ours: { db in
                     let delete = try db.cachedStatement("DELETE FROM todos WHERE id = ?")
@@ -100,12 +108,15 @@ struct ChangeLogWorkloads {
                 },
                 reference: { reference in ref_delete_todos(reference, Int64(rows), setting.referenceIDs.pointers) })
         }
-        if options.includes(sizeName), let inserted {
-            let metaBytes = try stores.size(of: Metadatabase.path(forDatabaseAt: inserted.tracked))
-            let dataBytes = try stores.size(of: inserted.tracked)
+        // The journal's pages, free after a fold, stay in the file for the next changes to reuse.
+        for (name, store) in [(sizeName, inserted?.journal), (foldedSizeName, inserted?.tracked)]
+        where options.includes(name) {
+            guard let store else { continue }
+            let metaBytes = try stores.size(of: Metadatabase.path(forDatabaseAt: store))
+            let dataBytes = try stores.size(of: store)
             results.append(
                 ChangeLogResult(
-                    workload: sizeName, rows: rows, ours: .bytes(metaBytes), baselineName: "main database",
+                    workload: name, rows: rows, ours: .bytes(metaBytes), baselineName: "main database",
                     baseline: .bytes(dataBytes), target: String(format: "≤ %.1fx", Self.metadatabaseSizeTarget),
                     met: Double(metaBytes) <= Self.metadatabaseSizeTarget * Double(dataBytes)))
         }
@@ -136,18 +147,32 @@ struct ChangeLogWorkloads {
         return sql
     }
 
-    /// The store after `rows` tracked inserts (checkpointed, so its two files are the whole store)
-    /// and a file without a change log holding the same rows, written by the C reference.
-    private func insertedStores(_ setting: Setting) throws -> (tracked: String, plain: String) {
-        let tracked = try setting.stores.replace("inserted-tracked.sqlite", with: nil)
-        let db = try Database(path: tracked)
-        _ = try ChangeLog.open(db, migrator: setting.migrator)
-        try db.transaction(.immediate) { db in try insertTodos(db, setting) }
-        try ChangeLogStores.finish(db)
-        for wal in [tracked + "-wal", Metadatabase.path(forDatabaseAt: tracked) + "-wal"]
-        where FileManager.default.fileExists(atPath: wal) {
-            guard try setting.stores.size(of: wal) == 0 else {
-                throw BenchmarkFailure(description: "\(wal) was not checkpointed: the sizes would be wrong")
+    /// The store after `rows` tracked inserts, as they leave it (`journal`: the changes in the
+    /// journal) and folded (`tracked`), each checkpointed so its two files are the whole store, and
+    /// a file without a change log holding the same rows, written by the C reference.
+    private func insertedStores(_ setting: Setting) throws -> (journal: String, tracked: String, plain: String) {
+        let journal = try setting.stores.replace("inserted-journal.sqlite", with: nil)
+        do {
+            let db = try Database(path: journal)
+            _ = try ChangeLog.open(db, migrator: setting.migrator)
+            try db.transaction(.immediate) { db in try insertTodos(db, setting) }
+            try ChangeLogStores.finish(db)
+        }
+        let tracked = try setting.stores.replace("inserted-tracked.sqlite", with: journal)
+        do {
+            let db = try Database(path: tracked)
+            let log = try ChangeLog.open(db, migrator: setting.migrator)
+            guard try log.foldJournal(db) == rows else {
+                throw BenchmarkFailure(description: "the fold of the inserts' journal did not move \(rows) entries")
+            }
+            try ChangeLogStores.finish(db)
+        }
+        for store in [journal, tracked] {
+            for wal in [store + "-wal", Metadatabase.path(forDatabaseAt: store) + "-wal"]
+            where FileManager.default.fileExists(atPath: wal) {
+                guard try setting.stores.size(of: wal) == 0 else {
+                    throw BenchmarkFailure(description: "\(wal) was not checkpointed: the sizes would be wrong")
+                }
             }
         }
 
@@ -160,7 +185,60 @@ struct ChangeLogWorkloads {
             ref_insert_todos(
                 reference, Int64(rows), setting.referenceIDs.pointers, setting.referenceTitles.pointers))
         try check(ref_exec(reference, "PRAGMA wal_checkpoint(TRUNCATE)"))
-        return (tracked, plain)
+        return (journal, tracked, plain)
+    }
+
+    /// A fresh copy of the store `source` (nil: a new one) under `name`, opened with its change log.
+    private func openStore(_ name: String, copying source: String?, _ setting: Setting) throws -> (
+        Database?, ChangeLog?
+    ) {
+        let db = try Database(path: setting.stores.replace(name, with: source))
+        return (db, try ChangeLog.open(db, migrator: setting.migrator))
+    }
+
+    /// The work the triggers no longer do per row, timed where it now happens: one fold of the
+    /// journal `rows` tracked inserts left (opening the store outside the clock, which does not
+    /// fold), against the C inserts of the same rows without tracking, taking turns.
+    private func foldJournal(
+        _ name: String, from inserted: (journal: String, tracked: String, plain: String), _ setting: Setting
+    ) throws -> ChangeLogResult {
+        var db: Database?
+        var log: ChangeLog?
+        var referenceDB: OpaquePointer?
+        let fold = TimedSide(
+            setUp: { (db, log) = try openStore("fold.sqlite", copying: inserted.journal, setting) },
+            body: {
+                guard try log!.foldJournal(db!) == rows else {
+                    throw BenchmarkFailure(description: "\(name): the fold did not move \(rows) entries")
+                }
+            },
+            tearDown: {
+                let keyed = try db!.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes")
+                try db!.close()
+                db = nil
+                log = nil
+                guard keyed == rows else {
+                    throw BenchmarkFailure(description: "\(name): the keyed log holds \(keyed ?? -1), not \(rows)")
+                }
+            })
+        let insertsInC = TimedSide(
+            setUp: {
+                try check(ref_open(setting.stores.replace("reference.sqlite", with: nil), &referenceDB))
+                try check(ref_exec(referenceDB, setting.tableSQL))
+            },
+            body: {
+                try check(
+                    ref_insert_todos(
+                        referenceDB, Int64(rows), setting.referenceIDs.pointers, setting.referenceTitles.pointers))
+            },
+            tearDown: {
+                ref_close(referenceDB)
+                referenceDB = nil
+            })
+        let timings = try sampleAlternating(runs: options.runs, [fold, insertsInC])
+        return ChangeLogResult(
+            workload: name, rows: rows, ours: .time(timings[0]), baselineName: "C inserts, untracked",
+            baseline: .time(timings[1]), target: "—", met: nil)
     }
 
     /// One workload on three sides, in turn: ours with the change log open, ours without it, and
@@ -176,10 +254,7 @@ struct ChangeLogWorkloads {
         var log: ChangeLog?
         var referenceDB: OpaquePointer?
         let tracked = TimedSide(
-            setUp: {
-                db = try Database(path: setting.stores.replace("tracked.sqlite", with: sources.tracked))
-                log = try ChangeLog.open(db!, migrator: setting.migrator)
-            },
+            setUp: { (db, log) = try openStore("tracked.sqlite", copying: sources.tracked, setting) },
             body: { try db!.transaction(.immediate) { db in try ours(db) } },
             tearDown: {
                 let pending = try log!.pendingCount(db!)
@@ -305,7 +380,7 @@ struct ChangeLogWorkloads {
     private func pendingStore(_ setting: Setting) throws -> String {
         let path = try setting.stores.replace("pending.sqlite", with: nil)
         let db = try Database(path: path)
-        _ = try ChangeLog.open(db, migrator: setting.migrator)
+        let log = try ChangeLog.open(db, migrator: setting.migrator)
         // MATERIALIZED: each row's random key is drawn once, not once per use of `h`.
         try db.transaction(.immediate) { db in
             try db.execute(
@@ -318,6 +393,8 @@ struct ChangeLogWorkloads {
                     FROM keys
                     """, arguments: [Int64(pendingRows - 1)])
         }
+        // Folded, as a push would before reading (the C reference reads the keyed log).
+        try log.foldJournal(db)
         try ChangeLogStores.finish(db)
         return path
     }

@@ -127,7 +127,9 @@ struct OstoreLogCommandTests {
         let tableID = try #require(
             try store.db.scalar(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = 'remindersLists'"))
         // Remote entries as a sync layer would apply them: no sequence, another site, keys of
-        // every storage class (written here by hand; synced keys are text or blobs in practice).
+        // every storage class (written here by hand; synced keys are text or blobs in practice),
+        // after folding the journal, as the apply does.
+        try store.log.foldJournal(store.db)
         let remote: [(DatabaseValue, Int64)] = [
             (.integer(9_007_199_254_740_993), 30), (.real(1.0), 10), (.blob(Data([0, 0xFF])), 20),
             (.integer(42), 40),

@@ -178,6 +178,7 @@ private final class Device {
         try device.db.execute("INSERT INTO notes (id, title) VALUES ('a', 'One'), ('b', 'Two'), ('c', 'Three')")
         // A clock a day ahead, as a device with a wrong wall clock writes it.
         let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        try device.log.foldJournal(device.db)
         try device.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'b' AND columnName = ''")
         // The first pull is a snapshot of the dataset, which holds the device's own two rows.

@@ -59,6 +59,7 @@ final class SyncPeer {
     /// with its deleted parent while applying), each with the clock the log gave it and the values
     /// it wrote.
     func capture() throws -> [ModelEvent] {
+        try log.foldJournal(db)
         let entries = try db.fetchAll(
             """
             SELECT c.seq, t.name, c.pk, c.columnName, c.clock FROM ostore_meta.ostore_changes AS c

@@ -130,6 +130,7 @@ struct SyncEngineTests {
         // A clock far in the future, as a device with a wrong wall clock would write.
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Two')")
         let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        try alice.log.foldJournal(alice.db)
         try alice.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'B' AND columnName = ''")
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")

@@ -108,6 +108,9 @@ extension ChangeLog {
     private func applyInTransaction(
         _ changes: [RemoteChange], _ db: Database, foreignKeysEnforced enforced: Bool, savepointEach: Bool
     ) throws -> ApplyOutcome {
+        // Merging reads the keyed log's versions, and writes it directly, which is safe only with
+        // the journal empty (ChangeJournal): fold first, in this transaction.
+        try ChangeJournal.fold(db)
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
         let lookups = ApplyLookups()

@@ -85,6 +85,8 @@ extension ChangeLog {
     @discardableResult
     public func requeuePushes(after sequence: Int64, endpoint: String, _ db: Database) throws -> Int {
         try db.transaction(.immediate) { db in
+            // The count reads the keyed log.
+            try ChangeJournal.fold(db)
             let pushed = try pushedSequence(db)
             try db.execute(
                 """

@@ -38,11 +38,14 @@ public struct ChangeLog: Sendable {
         return log
     }
 
-    /// Up to `limit` pending changes after the last acknowledged push, oldest first.
+    /// Up to `limit` pending changes after the last acknowledged push, oldest first. It folds
+    /// the change journal first (``foldJournal(_:)``); on a connection that may not write (a
+    /// pool's reader), it reads the journal and the keyed log together instead, which costs a pass
+    /// over the journal per call.
     public func pendingChanges(_ db: Database, after sequence: Int64? = nil, limit: Int = 500) throws
         -> [PendingChange]
     {
-        let meta = Metadatabase.schemaName
+        let log = try ChangeJournal.readableLog(db, fold: true)
         var start = try sequence ?? pushedSequence(db)
         var changes: [PendingChange] = []
         // Entries with nothing to push (a row changed and then deleted before the delete's own
@@ -50,11 +53,12 @@ public struct ChangeLog: Sendable {
         // is full or the queue ends, so an empty batch always means an empty queue.
         while changes.count < limit {
             let entries = try db.fetchAll(
-                """
-                SELECT c.seq, t.name, c.pk, c.columnName, c.clock
-                FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
-                WHERE c.seq > \(start) AND c.site = 0 ORDER BY c.seq LIMIT \(limit - changes.count)
-                """)
+                SQL(
+                    sql: """
+                        SELECT c.seq, t.name, c.pk, c.columnName, c.clock
+                        FROM \(log) AS c JOIN \(quoteIdentifier(Metadatabase.schemaName)).ostore_tables AS t ON t.id = c.tableID
+                        WHERE c.seq > ? AND c.site = 0 ORDER BY c.seq LIMIT ?
+                        """, arguments: [.integer(start), .integer(Int64(limit - changes.count))]))
             guard let last = entries.last else { break }
             start = try last.decode(at: 0)
             changes += try pendingChanges(from: entries, db)
@@ -113,14 +117,32 @@ public struct ChangeLog: Sendable {
             """)
     }
 
-    /// How many log entries wait to be pushed.
+    /// How many log entries wait to be pushed. Outside a transaction, on a connection that may
+    /// write, it folds the change journal first (``foldJournal(_:)``); otherwise (a pool's reader,
+    /// or inside a transaction, where a fold could fail to take the write lock) it counts the
+    /// journal and the keyed log together, with the same result.
     public func pendingCount(_ db: Database) throws -> Int {
-        try db.fetchValue(
+        let log = try ChangeJournal.readableLog(db, fold: !db.isInsideTransaction)
+        return try db.fetchValue(
             Int.self,
-            """
-            SELECT count(*) FROM \(identifier: Metadatabase.schemaName).ostore_changes
-            WHERE seq > \(try pushedSequence(db)) AND site = 0
-            """) ?? 0
+            SQL(
+                sql: "SELECT count(*) FROM \(log) WHERE seq > ? AND site = 0",
+                arguments: [.integer(try pushedSequence(db))])) ?? 0
+    }
+
+    /// Moves the change journal, where the tracking triggers append each change, into the keyed
+    /// log, coalescing each row's column to its latest change, in one transaction (a savepoint in
+    /// the caller's). Reading the queue, applying remote changes and a rescan do it first; an app
+    /// may call it when idle, so the next push does not. Returns how many journal entries it moved.
+    ///
+    /// ```swift
+    /// try pool.writeWithoutTransaction { db in try log.foldJournal(db) }
+    /// ```
+    ///
+    /// See <https://www.sqlite.org/lang_upsert.html>.
+    @discardableResult
+    public func foldJournal(_ db: Database) throws -> Int {
+        try ChangeJournal.fold(db)
     }
 
     func pushedSequence(_ db: Database) throws -> Int64 {
@@ -143,11 +165,14 @@ enum ClockRegistry {
 
     static func clock(for db: Database, persisted: HybridTimestamp) throws -> HybridLogicalClock {
         let meta = Metadatabase.schemaName
-        // The newest local entry carries the newest clock this store issued.
+        // The newest local entry carries the newest clock this store issued: the journal's newest,
+        // or, with the journal empty, the keyed log's.
         let logged = try db.fetchValue(
             Int64.self,
             """
-            SELECT clock FROM \(identifier: meta).ostore_changes ORDER BY seq DESC LIMIT 1
+            SELECT coalesce(
+                (SELECT clock FROM \(identifier: meta).\(identifier: ChangeJournal.tableName) ORDER BY seq DESC LIMIT 1),
+                (SELECT clock FROM \(identifier: meta).ostore_changes ORDER BY seq DESC LIMIT 1))
             """)
         let last = max(persisted, logged.flatMap { HybridTimestamp(packed: $0) } ?? .zero)
         let path = Metadatabase.path(forDatabaseAt: db.path)

@@ -15,7 +15,9 @@ import Foundation
 /// through that attachment. Otherwise it attaches the metadatabase read-only (`mode=ro`) for the
 /// duration of the call and detaches it afterwards, so it never creates, migrates or changes a
 /// file; such a call cannot run inside a transaction (SQLite refuses ATTACH there). Each call
-/// reads one snapshot of both files.
+/// reads one snapshot of both files. Since it never writes, it never folds the change journal:
+/// it reads the journal and the keyed log together, as a fold would leave them
+/// (``ChangeJournal/foldedLog(_:)``), so its counts and entries are what the app would see.
 ///
 /// Without the declared schema, the key columns of a table are taken from the file's own schema;
 /// for a table no longer in the file, a composite key is recognised by the form the triggers
@@ -31,11 +33,13 @@ public enum ChangeLogReader {
         try withMetadatabase(of: db) { meta in
             try db.savepoint { db in
                 let record = try storeRecord(db, meta: meta)
+                let log = try ChangeJournal.readableLog(db, meta: meta, fold: false)
                 let pending =
                     try db.fetchValue(
                         Int.self,
-                        "SELECT count(*) FROM \(identifier: meta).ostore_changes "
-                            + "WHERE seq > \(record.pushedSequence) AND site = 0")
+                        SQL(
+                            sql: "SELECT count(*) FROM \(log) WHERE seq > ? AND site = 0",
+                            arguments: [.integer(record.pushedSequence)]))
                     ?? 0
                 return ChangeLogSummary(storeID: record.storeID, siteID: record.siteID, pendingChanges: pending)
             }
@@ -115,11 +119,13 @@ public enum ChangeLogReader {
                     isPending: sequence.map { $0 > record.pushedSequence } ?? false))
             remaining = remaining.map { $0 - 1 }
         }
-        let columns: SQL = """
-            SELECT c.seq, c.site, c.clock, t.name, c.pk, c.columnName, s.siteID
-            FROM \(identifier: meta).ostore_changes AS c JOIN \(identifier: meta).ostore_tables AS t ON t.id = c.tableID
-            LEFT JOIN \(identifier: meta).ostore_sites AS s ON s.id = c.site
-            """
+        let log = try ChangeJournal.readableLog(db, meta: meta, fold: false)
+        let columns = SQL(
+            sql: """
+                SELECT c.seq, c.site, c.clock, t.name, c.pk, c.columnName, s.siteID
+                FROM \(log) AS c JOIN \(quoteIdentifier(meta)).ostore_tables AS t ON t.id = c.tableID
+                LEFT JOIN \(quoteIdentifier(meta)).ostore_sites AS s ON s.id = c.site
+                """)
         // Local entries by their sequence (the rowid), then remote ones by clock.
         // LIMIT -1 is SQLite's "no limit".
         let local = try db.fetchCursor(
@@ -173,12 +179,9 @@ public enum ChangeLogReader {
             pushedSequence: try row.decode(at: 2))
     }
 
-    /// The newest local sequence number in the log; nil without a metadatabase or entries.
+    /// The newest sequence number in the log or its journal; nil without a metadatabase or entries.
     static func newestSequence(in db: Database) throws -> Int64? {
-        try withMetadatabase(of: db) { meta in
-            try db.fetchValue(
-                Int64.self, "SELECT max(seq) FROM \(identifier: meta).ostore_changes")
-        } ?? nil
+        try withMetadatabase(of: db) { meta in try ChangeJournal.newestSequence(db, meta: meta) } ?? nil
     }
 
     /// Runs `body` with the schema name the metadatabase is attached under: the store's own

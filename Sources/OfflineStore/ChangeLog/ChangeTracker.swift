@@ -2,8 +2,9 @@ import CSQLite
 import Foundation
 
 /// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
-/// every synced table of a schema, they write into the attached metadatabase (only TEMP triggers
-/// may write into another database). An UPDATE records only the columns whose values changed
+/// every synced table of a schema, they append to the change journal in the attached metadatabase
+/// (only TEMP triggers may write into another database; ``ChangeJournal`` folds it into the keyed
+/// log before the log is read). An UPDATE records only the columns whose values changed
 /// (`IS NOT`, so NULLs compare), one trigger per column (`AFTER UPDATE OF` it, so a statement
 /// compiles in only the columns it sets); a primary-key change is a delete of the old key and an
 /// insert of the new (a trigger of its own, `OF` the key columns). Triggers check the
@@ -113,44 +114,38 @@ public enum ChangeTracker {
     /// Trigger bodies cannot take bound parameters, so the table number and column names are
     /// written in as literals; they come from the declared schema, never from user data.
     ///
-    /// Each entry is one `INSERT … VALUES` (or `… SELECT … WHERE` a column changed) that reads
-    /// nothing from the log: its place in the queue is the rowid SQLite assigns, one more than the
-    /// largest, so each statement, and so each changed column of one UPDATE, takes its own place.
+    /// Each entry is one append to the journal (``ChangeJournal``; `… SELECT … WHERE` a column
+    /// changed for generated columns): no index and no conflict clause, so the conflict policy of
+    /// the user's statement (`UPDATE OR IGNORE`, `OR REPLACE`, …), which SQLite applies to the
+    /// trigger's statements too, has nothing to act on. Each statement, and so each changed
+    /// column of one UPDATE, takes its own place in the queue.
     static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
         let keys = keyColumns(of: table)
         let newKey = keyExpression(keys, row: "NEW")
         let oldKey = keyExpression(keys, row: "OLD")
         let target = "main.\(quoteIdentifier(table.name))"
-        let upsert =
-            "ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq"
         func record(_ key: String, _ column: String) -> String {
-            """
-            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
-                VALUES (\(tableID), \(key), \(column), ostore_clock(), 0)
-                \(upsert);
-            """
+            ChangeJournal.appendSQL(
+                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()")
         }
         func record(_ key: String, _ column: String, where condition: String) -> String {
-            // `WHERE` also keeps `ON CONFLICT` from being read as a join constraint.
-            """
-            INSERT INTO ostore_changes (tableID, pk, columnName, clock, site)
-                SELECT \(tableID), \(key), \(column), ostore_clock(), 0 WHERE \(condition)
-                \(upsert);
-            """
+            ChangeJournal.appendSQL(
+                tableID: "\(tableID)", key: key, column: column, clock: "ostore_clock()", where: condition)
         }
         let name = { (event: String) in quoteIdentifier(triggerPrefix + table.name + "_" + event) }
         let keyChanged = "\(newKey) IS NOT \(oldKey)"
         let tableLiteral = DatabaseValue.text(table.name).sqlLiteral
         let observe = { (key: String) in "SELECT ostore_observe(\(tableLiteral), \(key));" }
-        // The log's newest sequence number, written into the user's file in the same transaction:
-        // if the process dies after `main` commits and before the metadatabase does, the open
-        // finds this watermark ahead of the log (see LogCoverage). Once per transaction is enough
-        // (any entry of it is ahead of what the metadatabase had committed), and writing a page
-        // of `main` on every row costs about a fifth of a tracked write (the statement journal
-        // copies the page each time): the first tracked row of a transaction writes it, later rows
-        // only check that it is still there (see `ostore_watermark_due` in CSQLite/shim.h).
+        // The newest place in the queue (the entry just appended), written into the user's file in
+        // the same transaction: if the process dies after `main` commits and before the
+        // metadatabase does, the open finds this watermark ahead of the log (see LogCoverage).
+        // Once per transaction is enough (any entry of it is ahead of what the metadatabase had
+        // committed), and writing a page of `main` on every row costs about a fifth of a tracked
+        // write (the statement journal copies the page each time): the first tracked row of a
+        // transaction writes it, later rows only check that it is still there (see
+        // `ostore_watermark_due` in CSQLite/shim.h).
         let watermark = """
-            UPDATE ostore_log_watermark SET seq = ostore_watermark((SELECT max(seq) FROM \(meta).ostore_changes))
+            UPDATE ostore_log_watermark SET seq = ostore_watermark(\(ChangeJournal.newestSequenceSQL(meta: meta)))
                 WHERE id = 1 AND ostore_watermark_due(seq);
             """
         let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")

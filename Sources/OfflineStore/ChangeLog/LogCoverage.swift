@@ -126,6 +126,8 @@ extension ChangeLog {
                     || (identity.state == .metadatabaseRecreated && logged == nil)
                 if rescan {
                     report.rescanned = true
+                    // The rescan reads which rows the log believes exist from the keyed log.
+                    try ChangeJournal.fold(db)
                     // With the metadatabase lost, when the rows were last written is unknown: they
                     // are recorded as the oldest possible changes, so a sync uploads the rows no
                     // one else has and every newer version elsewhere wins (a stale copy must never
@@ -153,8 +155,9 @@ extension ChangeLog {
         return unlogged == 0 && watermark <= logged
     }
 
+    /// The newest place in the queue, over the journal and the keyed log (a fold leaves it as it is).
     private func newestSequence(_ db: Database) throws -> Int64? {
-        try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes")
+        try ChangeJournal.newestSequence(db)
     }
 
     private func recordUnlogged(_ db: Database) throws -> Int {
@@ -209,14 +212,14 @@ extension ChangeLog {
         try recordLocal(db, tableID: try trackedTableID(table, db), key: key, marker: marker, clock: clock.now())
     }
 
+    /// Appended to the journal, as the triggers record a change.
     private func recordLocal(
         _ db: Database, tableID: Int, key: DatabaseValue, marker: String, clock: HybridTimestamp
     ) throws {
-        try db.execute(
-            """
-            INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
-            VALUES (\(tableID), \(key), \(marker), \(clock.packed), 0)
-            ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = 0, seq = excluded.seq
-            """)
+        try db.cachedStatement(Self.recordLocalSQL).run(
+            binding: [.integer(Int64(tableID)), key, .text(marker), .integer(clock.packed)])
     }
+
+    private static let recordLocalSQL = ChangeJournal.appendSQL(
+        tableID: "?1", key: "?2", column: "?3", clock: "?4")
 }

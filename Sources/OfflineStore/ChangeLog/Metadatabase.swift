@@ -63,9 +63,10 @@ public enum Metadatabase {
     /// tracked commit costs what an untracked one does (with WAL and NORMAL, a power loss can drop
     /// the newest commits of either file; a lost log commit whose data survived is what
     /// ``LogCoverage``'s watermark detects), and `main`'s cache but at least ``minimumCacheKiB``:
-    /// every tracked write inserts into the log's unique index at a place set by a random key, and
-    /// once that index outgrows the cache a long transaction spills dirty pages to the WAL and
-    /// writes them again (callgrind, 200,000 tracked inserts: see the README's change-log table).
+    /// a journal fold inserts into the log's unique index at places set by random keys, and once
+    /// that index outgrows the cache a long transaction spills dirty pages to the WAL and writes
+    /// them again (callgrind, 200,000 tracked inserts when the triggers still wrote the index: see
+    /// the README's change-log section).
     /// The cache is allocated as pages are used, so a connection that touches little of the log
     /// pays little. See <https://www.sqlite.org/pragma.html#pragma_synchronous> and
     /// <https://www.sqlite.org/pragma.html#pragma_cache_size>.
@@ -86,11 +87,12 @@ public enum Metadatabase {
 /// The metadatabase's own schema history.
 enum MetadatabasePlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
-        MetadatabaseV1.self, MetadatabaseV1_1.self, MetadatabaseV1_2.self,
+        MetadatabaseV1.self, MetadatabaseV1_1.self, MetadatabaseV1_2.self, MetadatabaseV1_3.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self),
         .lightweight(fromVersion: MetadatabaseV1_1.self, toVersion: MetadatabaseV1_2.self),
+        .lightweight(fromVersion: MetadatabaseV1_2.self, toVersion: MetadatabaseV1_3.self),
     ]
 }
 
@@ -132,7 +134,9 @@ enum MetadatabaseV1: LibrarySchema {
     /// `site = 0` entries are pushed. Rows are appended in queue order, so the queue reads in
     /// rowid order and the key is stored twice (in the row and in the unique index), as in the
     /// user's own rowid tables. Values are not copied here: a push reads them from the row, so the
-    /// log stays small.
+    /// log stays small. Since 1.3 local changes reach it through the journal (``ChangeJournal``): the
+    /// triggers append there and a fold upserts here, keeping each entry's place; only the remote
+    /// apply, after folding, writes here directly.
     enum ChangeEntry: Model {
         static let tableDefinition = TableDefinition("ostore_changes", sync: .localOnly, options: [.strict]) {
             Column("tableID", .integer).notNull()

@@ -98,6 +98,8 @@ public struct StoreIdentity: Sendable, Hashable {
             let siteID = try db.fetchValue(
                 Data.self, "SELECT siteID FROM \(identifier: meta).ostore_store WHERE id = 1")
         else { return }
+        // Changes still in the journal describe the purged rows too.
+        try ChangeJournal.fold(db, meta: meta)
         try db.execute("INSERT OR IGNORE INTO \(identifier: meta).ostore_sites (siteID) VALUES (\(siteID))")
         try db.execute(
             """

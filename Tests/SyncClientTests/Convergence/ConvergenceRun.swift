@@ -121,6 +121,7 @@ struct ConvergenceRun {
             for part in key.split(separator: ",") { keys.insert(part.trimmingCharacters(in: ["'"])) }
         }
         var lines: [String] = []
+        try peer.log.foldJournal(peer.db)
         for key in keys.sorted() {
             for event in events where event.key == key {
                 lines.append(
