@@ -93,9 +93,12 @@ extension SQLiteSyncStorage {
         handed = leftOver
         // Key order for page locality; one key's changes in log order, as they were merged when
         // each push merged its own (Swift's sort is not stable, hence the serial).
+        // Compared field by field: a tuple of the four copied each compared element's strings.
         work.sort { a, b in
-            (a.datasetID, a.handed.change.table, a.handed.key, a.serial)
-                < (b.datasetID, b.handed.change.table, b.handed.key, b.serial)
+            if a.datasetID != b.datasetID { return a.datasetID < b.datasetID }
+            if a.handed.change.table != b.handed.change.table { return a.handed.change.table < b.handed.change.table }
+            if a.handed.key != b.handed.key { return a.handed.key < b.handed.key }
+            return a.serial < b.serial
         }
         let statements = try FoldStatements(db)
         var first = work.startIndex
