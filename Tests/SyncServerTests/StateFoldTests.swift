@@ -205,15 +205,23 @@ struct StateFoldTests {
         ]
     }
 
-    @Test(arguments: [ServerSchemaV1_1.versionIdentifier, ServerSchemaV1_2.versionIdentifier])
-    func aDataDirectoryOfAnEarlierReleaseUpgradesAndServesTheSameSnapshotAndLog(version: Schema.Version) throws {
-        let directory = try TemporaryDirectory()
+    /// A storage of this release holding ``varied``, folded, and a data directory of `version`
+    /// holding the same.
+    private func upgradeCase(_ version: Schema.Version, in directory: TemporaryDirectory) throws
+        -> (reference: SQLiteSyncStorage, old: URL)
+    {
         let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
         try reference.createDataset(named: "family")
         _ = try reference.storeBatch(varied, site: site, clientSchema: schema, dataset: "family")
         reference.waitUntilFolded()
-        let old = try oldDataDirectory(
-            version, at: URL(fileURLWithPath: directory.path("old")), holding: reference)
+        let old = try oldDataDirectory(version, at: URL(fileURLWithPath: directory.path("old")), holding: reference)
+        return (reference, old)
+    }
+
+    @Test(arguments: [ServerSchemaV1_1.versionIdentifier, ServerSchemaV1_2.versionIdentifier])
+    func aDataDirectoryOfAnEarlierReleaseUpgradesAndServesTheSameSnapshotAndLog(version: Schema.Version) throws {
+        let directory = try TemporaryDirectory()
+        let (reference, old) = try upgradeCase(version, in: directory)
 
         // Not folding: what it serves comes from the upgrade alone.
         let upgraded = try SQLiteSyncStorage(directory: old, folds: false)
@@ -235,12 +243,7 @@ struct StateFoldTests {
 
     @Test func anUpgradedDataDirectoryFoldsNewChangesIntoTheRowsItPacked() throws {
         let directory = try TemporaryDirectory()
-        let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
-        try reference.createDataset(named: "family")
-        _ = try reference.storeBatch(varied, site: site, clientSchema: schema, dataset: "family")
-        reference.waitUntilFolded()
-        let old = try oldDataDirectory(
-            ServerSchemaV1_2.versionIdentifier, at: URL(fileURLWithPath: directory.path("old")), holding: reference)
+        let (reference, old) = try upgradeCase(ServerSchemaV1_2.versionIdentifier, in: directory)
         let upgraded = try SQLiteSyncStorage(directory: old)
         let more = [
             change(.update, "n3", ["title": .text("later")], seq: 12),
