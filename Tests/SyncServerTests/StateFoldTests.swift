@@ -6,7 +6,8 @@ import Testing
 
 @testable import SyncServer
 
-/// The state (`server_rows`, `server_cells`) is folded from the log after a push is acknowledged.
+/// The state (`server_rows`, each row's cells packed in it) is folded from the log after a push is
+/// acknowledged.
 @Suite("Reference server: the state folded after the acknowledgement")
 struct StateFoldTests {
     private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
@@ -135,20 +136,20 @@ struct StateFoldTests {
         #expect(Set(folded.changes.map { $0.key["id"] }).count == 4_000)
     }
 
-    @Test func aDataDirectoryOfTheReleaseBeforeFoldingUpgradesAndServesTheSameSnapshotAndLog() throws {
-        let directory = try TemporaryDirectory()
-        let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
-        try reference.createDataset(named: "family")
-        _ = try reference.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
-        reference.waitUntilFolded()
-
-        // Schema 1.1 as the release before wrote it, holding the same data: that release merged
-        // each change in its push's transaction, so its state was always the whole log.
-        let old = URL(fileURLWithPath: directory.path("old"))
-        try FileManager.default.createDirectory(at: old, withIntermediateDirectories: true)
-        let db = try Database(path: old.appendingPathComponent(SQLiteSyncStorage.fileName).path)
-        try Migrator(plan: ServerMigrationPlan.self, releasedUpTo: ServerSchemaV1_1.versionIdentifier).migrate(db)
-        #expect(try !db.columnExists("foldedSerial", in: "server_datasets"))
+    /// A data directory at server schema `version` (1.1 or 1.2) holding what `reference` holds, as
+    /// that release wrote it: the state's cells one per row of `server_cells` (and at 1.1 no
+    /// `foldedSerial`: that release merged each change in its push's transaction, so its state was
+    /// always the whole log).
+    private func oldDataDirectory(
+        _ version: Schema.Version, at directory: URL, holding reference: SQLiteSyncStorage
+    ) throws -> URL {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let db = try Database(path: directory.appendingPathComponent(SQLiteSyncStorage.fileName).path)
+        defer { try? db.close() }
+        try Migrator(plan: ServerMigrationPlan.self, releasedUpTo: version).migrate(db)
+        #expect(try !db.columnExists("cells", in: "server_rows"))
+        let folded = try db.columnExists("foldedSerial", in: "server_datasets")
+        #expect(folded == (version >= ServerSchemaV1_2.versionIdentifier))
         try db.execute(sql: "ATTACH DATABASE ? AS \"reference\"", arguments: [reference.path])
         try db.executeScript(
             """
@@ -156,24 +157,111 @@ struct StateFoldTests {
                 SELECT id, name, createdAt, schemaVersion, lastSerial, incarnation FROM reference.server_datasets;
             INSERT INTO server_sites SELECT * FROM reference.server_sites;
             INSERT INTO server_log SELECT * FROM reference.server_log;
-            INSERT INTO server_rows SELECT * FROM reference.server_rows;
-            INSERT INTO server_cells SELECT * FROM reference.server_cells;
-            DETACH DATABASE "reference";
+            INSERT INTO server_rows
+                SELECT datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite
+                FROM reference.server_rows;
             """)
-        try db.close()
+        if folded { try db.execute(sql: "UPDATE server_datasets SET foldedSerial = lastSerial") }
+        let rows = try db.fetchAll(
+            "SELECT datasetID, tableName, key, createdClock, createdSite, cells FROM reference.server_rows")
+        for row in rows {
+            let merged = try MergedRow(
+                created: try SQLiteSyncStorage.version(row, clockAt: 3), deleted: nil,
+                packedCells: try row.decode(Data?.self, at: 5))
+            for (name, cell) in merged.cells {
+                let value: DatabaseValue =
+                    switch cell.value {
+                    case .null: .null
+                    case .integer(let integer): .integer(integer)
+                    case .real(let real): .real(real)
+                    case .text(let text): .text(text)
+                    case .blob(let blob): .blob(blob)
+                    }
+                try db.execute(
+                    """
+                    INSERT INTO server_cells (datasetID, tableName, key, columnName, value, clock, site)
+                    VALUES (\(try row.decode(Int64.self, at: 0)), \(try row.decode(String.self, at: 1)),
+                        \(try row.decode(String.self, at: 2)), \(name), \(value), \(cell.version.clock),
+                        \(cell.version.site))
+                    """)
+            }
+        }
+        try db.execute(sql: "DETACH DATABASE \"reference\"")
+        return directory
+    }
+
+    /// The history above, a row known only from an update, and values of every storage class,
+    /// some written by the row's creation and some later.
+    private var varied: [Change] {
+        history + [
+            change(.update, "n9", ["title": .text("only updated")], seq: 9),
+            change(
+                .insert, "n7",
+                [
+                    "title": .text("ünïcode ✓"), "count": .integer(.min), "big": .integer(.max), "ratio": .real(-0.5),
+                    "photo": .blob(Data([0, 1, 0xFF])), "note": .null, "empty": .text(""),
+                ], seq: 10),
+            change(.update, "n7", ["count": .integer(42), "photo": .blob(Data())], seq: 11),
+        ]
+    }
+
+    /// A storage of this release holding ``varied``, folded, and a data directory of `version`
+    /// holding the same.
+    private func upgradeCase(_ version: Schema.Version, in directory: TemporaryDirectory) throws
+        -> (reference: SQLiteSyncStorage, old: URL)
+    {
+        let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
+        try reference.createDataset(named: "family")
+        _ = try reference.storeBatch(varied, site: site, clientSchema: schema, dataset: "family")
+        reference.waitUntilFolded()
+        let old = try oldDataDirectory(version, at: URL(fileURLWithPath: directory.path("old")), holding: reference)
+        return (reference, old)
+    }
+
+    @Test(arguments: [ServerSchemaV1_1.versionIdentifier, ServerSchemaV1_2.versionIdentifier])
+    func aDataDirectoryOfAnEarlierReleaseUpgradesAndServesTheSameSnapshotAndLog(version: Schema.Version) throws {
+        let directory = try TemporaryDirectory()
+        let (reference, old) = try upgradeCase(version, in: directory)
 
         // Not folding: what it serves comes from the upgrade alone.
         let upgraded = try SQLiteSyncStorage(directory: old, folds: false)
         let served = try snapshot(upgraded)
         let expectedSnapshot = try snapshot(reference)
-        #expect(served.startSerial == 8)
+        #expect(served.startSerial == 11)
         #expect(served.startSerial == expectedSnapshot.startSerial)
         #expect(served.changes == expectedSnapshot.changes)
-        #expect(titles(served.changes) == expected)
+        #expect(served.changes.contains { $0.op == .update && $0.key["id"] == .text("n9") })
+        #expect(titles(served.changes) == expected.merging(["n9": "only updated", "n7": "ünïcode ✓"]) { $1 })
         let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
         #expect(
             try upgraded.readLog(dataset: "family", after: 0, excluding: other, limit: 100).entries
                 == reference.readLog(dataset: "family", after: 0, excluding: other, limit: 100).entries)
+        let database = try Database(path: upgraded.path)
+        #expect(try database.fetchValue(Int.self, "SELECT count(*) FROM server_cells") == 0)
+        try database.close()
+    }
+
+    @Test func anUpgradedDataDirectoryFoldsNewChangesIntoTheRowsItPacked() throws {
+        let directory = try TemporaryDirectory()
+        let (reference, old) = try upgradeCase(ServerSchemaV1_2.versionIdentifier, in: directory)
+        let upgraded = try SQLiteSyncStorage(directory: old)
+        let more = [
+            change(.update, "n3", ["title": .text("later")], seq: 12),
+            change(.update, "n7", ["ratio": .real(2.5)], seq: 13),
+            change(.delete, "n4", seq: 14),
+        ]
+        for storage in [upgraded, reference] {
+            _ = try storage.storeBatch(more, site: site, clientSchema: schema, dataset: "family")
+            storage.waitUntilFolded()
+        }
+        let served = try snapshot(upgraded)
+        #expect(served.startSerial == 14)
+        #expect(served.changes == (try snapshot(reference)).changes)
+        #expect(titles(served.changes)["n3"] == "later")
+        #expect(
+            served.changes.contains {
+                $0.op == .update && $0.key["id"] == .text("n7") && $0.columns["ratio"] == .real(2.5)
+            })
     }
 
     @Test func aServerKilledBeforeItFoldedAnAcknowledgedPushServesItAfterTheRestart() throws {
@@ -214,16 +302,16 @@ struct StateFoldTests {
         let problems = Locked<[String?]>([])
         storage.reportFoldProblems { problem in problems.withLock { $0.append(problem) } }
         try storage.createDataset(named: "family")
-        // Another program takes the state's cells table away: every fold fails until it is back.
+        // Another program takes the state's table away: every fold fails until it is back.
         let outsider = try Database(path: storage.path)
-        try outsider.execute(sql: "ALTER TABLE server_cells RENAME TO server_cells_away")
+        try outsider.execute(sql: "ALTER TABLE server_rows RENAME TO server_rows_away")
         #expect(try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family") == 8)
         try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 1 })
         Thread.sleep(forTimeInterval: 1.2)  // two retries or more, still failing
         #expect(problems.value.count == 1)
-        #expect(problems.value.first??.contains("server_cells") == true)
+        #expect(problems.value.first??.contains("server_rows") == true)
 
-        try outsider.execute(sql: "ALTER TABLE server_cells_away RENAME TO server_cells")
+        try outsider.execute(sql: "ALTER TABLE server_rows_away RENAME TO server_rows")
         try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 2 })
         #expect(problems.value.count == 2 && problems.value.last! == nil)
         storage.folder.waitUntilFolded()

@@ -93,13 +93,27 @@ extension SQLiteSyncStorage {
         handed = leftOver
         // Key order for page locality; one key's changes in log order, as they were merged when
         // each push merged its own (Swift's sort is not stable, hence the serial).
+        // Compared field by field: a tuple of the four copied each compared element's strings.
         work.sort { a, b in
-            (a.datasetID, a.handed.change.table, a.handed.key, a.serial)
-                < (b.datasetID, b.handed.change.table, b.handed.key, b.serial)
+            if a.datasetID != b.datasetID { return a.datasetID < b.datasetID }
+            if a.handed.change.table != b.handed.change.table { return a.handed.change.table < b.handed.change.table }
+            if a.handed.key != b.handed.key { return a.handed.key < b.handed.key }
+            return a.serial < b.serial
         }
         let statements = try FoldStatements(db)
-        for item in work {
-            try merge(item.handed.change, key: item.handed.key, datasetID: item.datasetID, statements, db)
+        var first = work.startIndex
+        while first < work.endIndex {
+            let item = work[first]
+            var next = first + 1
+            while next < work.endIndex, work[next].datasetID == item.datasetID,
+                work[next].handed.key == item.handed.key, work[next].handed.change.table == item.handed.change.table
+            {
+                next += 1
+            }
+            try merge(
+                work[first..<next].lazy.map(\.handed.change), table: item.handed.change.table, key: item.handed.key,
+                datasetID: item.datasetID, statements, db)
+            first = next
         }
         for (datasetID, serial) in folded.serials {
             try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
@@ -107,110 +121,54 @@ extension SQLiteSyncStorage {
         return folded
     }
 
-    /// Folds one change into the current state by the protocol's merge rule, so a snapshot
-    /// gives a new client what applying the whole log would.
+    /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
+    /// memory (``MergedRow/merge(_:)``), written once if anything changed.
     private static func merge(
-        _ change: Change, key: String, datasetID: Int64, _ statements: FoldStatements, _ db: Database
+        _ changes: some Sequence<Change>, table: String, key: String, datasetID: Int64, _ statements: FoldStatements,
+        _ db: Database
     ) throws {
-        let incoming = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
-        let row = try db.fetchOne(
-            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(change.table), .text(key)]))
-        let created = try row.flatMap { row in try version(row, clockAt: 0) }
-        let deleted = try row.flatMap { row in try version(row, clockAt: 2) }
-        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
-        let isLive = created != nil && !isDeleted
-
-        func setRow(createdBy: ChangeVersion?, deletedBy: ChangeVersion?) throws {
-            try statements.upsertRow.execute(
-                datasetID, change.table, key, createdBy?.clock, createdBy?.site, deletedBy?.clock, deletedBy?.site)
+        let stored = try db.fetchOne(
+            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(table), .text(key)])
+        ).map { row in
+            try MergedRow(
+                created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
+                packedCells: try row.decode(Data?.self, at: 4))
         }
-        func mergeColumns(creation: ChangeVersion?) throws {
-            for (name, value) in change.columns where change.key[name] == nil {
-                // Cells are written only after their row (setRow comes first), so a row that did
-                // not exist before this change has none to look up.
-                let cell =
-                    row == nil
-                    ? nil
-                    : try db.fetchOne(
-                        SQL(
-                            sql: FoldStatements.selectCell,
-                            arguments: [.integer(datasetID), .text(change.table), .text(key), .text(name)]))
-                if let cell, let local = try version(cell, clockAt: 0) {
-                    guard incoming > local else { continue }
-                } else if incoming < (creation ?? ChangeVersion(clock: 0, site: Data())) {
-                    continue
-                }
-                try statements.upsertCell.execute(
-                    datasetID, change.table, key, name, value.databaseValue, incoming.clock, incoming.site)
-            }
-        }
-
-        switch change.op {
-        case .delete:
-            // Delete wins over updates of the row; only a newer insert brings it back.
-            let oldest = ChangeVersion(clock: -1, site: Data())
-            guard incoming > (created ?? oldest), incoming > (deleted ?? oldest) else { return }
-            try setRow(createdBy: created, deletedBy: incoming)
-            try statements.deleteCells.execute(datasetID, change.table, key)
-        case .insert:
-            if let deleted, deleted > incoming { return }
-            if !isLive {
-                // A new row, or one brought back (a delete dropped its cells): every column is
-                // written unless an update that arrived before the insert left a newer value, as
-                // a client applies such an update from its stash after the insert.
-                try setRow(createdBy: incoming, deletedBy: deleted)
-                try mergeColumns(creation: nil)
-                return
-            }
-            try mergeColumns(creation: created)
-            if incoming > created! { try setRow(createdBy: incoming, deletedBy: deleted) }
-        case .update:
-            if isDeleted { return }
-            if row == nil { try setRow(createdBy: nil, deletedBy: nil) }
-            try mergeColumns(creation: created)
-        }
+        var merged = stored ?? MergedRow()
+        for change in changes { merged.merge(change) }
+        // A row new to the state is written whatever its changes did, as each one's merge wrote it.
+        guard merged != stored else { return }
+        try statements.upsertRow.execute(
+            datasetID, table, key, merged.created?.clock, merged.created?.site, merged.deleted?.clock,
+            merged.deleted?.site, merged.packedCells)
     }
 
-    private static func version(_ row: Row, clockAt index: Int) throws -> ChangeVersion? {
+    static func version(_ row: Row, clockAt index: Int) throws -> ChangeVersion? {
         guard let clock = try row.decode(Int64?.self, at: index), let site = try row.decode(Data?.self, at: index + 1)
         else { return nil }
         return ChangeVersion(clock: clock, site: site)
     }
 }
 
-/// The statements a fold runs for every change, looked up in the connection's cache once per
-/// fold and bound value by value: building each statement's SQL text by interpolation, finding
+/// The statements a fold runs for every row, the write looked up in the connection's cache once
+/// per fold and bound value by value: building a statement's SQL text by interpolation, finding
 /// it in the cache by that text and boxing its arguments cost about as much as SQLite's work.
 private struct FoldStatements {
     static let selectRow = """
-        SELECT createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+        SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
         WHERE datasetID = ? AND tableName = ? AND key = ?
-        """
-    static let selectCell = """
-        SELECT clock, site FROM server_cells WHERE datasetID = ? AND tableName = ? AND key = ? AND columnName = ?
         """
 
     let upsertRow: Statement
-    let upsertCell: Statement
-    let deleteCells: Statement
 
     init(_ db: Database) throws {
         upsertRow = try db.cachedStatement(
             """
-            INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (datasetID, tableName, key) DO UPDATE SET
                 createdClock = excluded.createdClock, createdSite = excluded.createdSite,
-                deletedClock = excluded.deletedClock, deletedSite = excluded.deletedSite
+                deletedClock = excluded.deletedClock, deletedSite = excluded.deletedSite, cells = excluded.cells
             """)
-        upsertCell = try db.cachedStatement(
-            """
-            INSERT INTO server_cells (datasetID, tableName, key, columnName, value, clock, site)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (datasetID, tableName, key, columnName) DO UPDATE SET
-                value = excluded.value, clock = excluded.clock, site = excluded.site
-            """)
-        deleteCells = try db.cachedStatement(
-            "DELETE FROM server_cells WHERE datasetID = ? AND tableName = ? AND key = ?")
     }
 }

@@ -56,14 +56,14 @@ extension SQLiteSyncStorage {
                 if let table = position.table, let key = position.key {
                     rows = try db.fetchAll(
                         """
-                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
                         WHERE datasetID = \(datasetID) AND (tableName, key) > (\(table), \(key))
                         ORDER BY tableName, key LIMIT \(limit)
                         """)
                 } else {
                     rows = try db.fetchAll(
                         """
-                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite FROM server_rows
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
                         WHERE datasetID = \(datasetID) ORDER BY tableName, key LIMIT \(limit)
                         """)
                 }
@@ -71,8 +71,10 @@ extension SQLiteSyncStorage {
                 for row in rows {
                     let table: String = try row.decode(at: 0)
                     let keyText: String = try row.decode(at: 1)
-                    changes += try snapshotChanges(
-                        table: table, keyText: keyText, row: row, datasetID: datasetID, db)
+                    let merged = try MergedRow(
+                        created: try Self.version(row, clockAt: 2), deleted: try Self.version(row, clockAt: 4),
+                        packedCells: try row.decode(Data?.self, at: 6))
+                    changes += try snapshotChanges(table: table, keyText: keyText, row: merged)
                     position.table = table
                     position.key = keyText
                     position.rowsDone += 1
@@ -87,44 +89,30 @@ extension SQLiteSyncStorage {
     /// version, then an update for each column written later, with that column's own version (so
     /// merging with a client's newer edits comes out as it would from the log); a deleted row is
     /// its tombstone; a row known only from updates is those updates.
-    private func snapshotChanges(table: String, keyText: String, row: Row, datasetID: Int64, _ db: Database) throws
-        -> [Change]
-    {
+    private func snapshotChanges(table: String, keyText: String, row: MergedRow) throws -> [Change] {
         let key = try ProtocolJSON.decodeValues(Data(keyText.utf8))
-        func stamp(_ clock: Int64, _ site: Data) -> (ChangeClock, SiteID)? {
-            guard let clock = ChangeClock(packed: clock), let site = SiteID(bytes: site) else { return nil }
+        func stamp(_ version: ChangeVersion) -> (ChangeClock, SiteID)? {
+            guard let clock = ChangeClock(packed: version.clock), let site = SiteID(bytes: version.site) else {
+                return nil
+            }
             return (clock, site)
         }
-        let created = try row.decode(Int64?.self, at: 2).flatMap { clock in
-            try row.decode(Data?.self, at: 3).flatMap { stamp(clock, $0) }
-        }
-        let deleted = try row.decode(Int64?.self, at: 4).flatMap { clock in
-            try row.decode(Data?.self, at: 5).flatMap { stamp(clock, $0) }
-        }
-        if let deleted,
-            created.map({
-                ChangeVersion(clock: deleted.0.packed, site: deleted.1.bytes)
-                    > ChangeVersion(clock: $0.0.packed, site: $0.1.bytes)
-            }) ?? true
-        {
+        let created = row.created.flatMap(stamp)
+        if row.isDeleted, let deleted = row.deleted.flatMap(stamp) {
             return [Change(table: table, key: key, op: .delete, clock: deleted.0, site: deleted.1, seq: 0)]
         }
-        let cells = try db.fetchAll(
-            """
-            SELECT columnName, value, clock, site FROM server_cells
-            WHERE datasetID = \(datasetID) AND tableName = \(table) AND key = \(keyText) ORDER BY columnName
-            """)
         var values: [String: WireValue] = [:]
         var later: [Change] = []
-        for cell in cells {
-            let name: String = try cell.decode(at: 0)
-            let value = WireValue(try cell.decode(DatabaseValue.self, at: 1))
-            values[name] = value
-            guard let (clock, site) = stamp(try cell.decode(at: 2), try cell.decode(at: 3)) else { continue }
+        // Byte order of the column names, as the packed cells keep them.
+        for name in row.cells.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let cell = row.cells[name]!
+            values[name] = cell.value
+            guard let (clock, site) = stamp(cell.version) else { continue }
             if created.map({ $0.0 != clock || $0.1 != site }) ?? true {
                 later.append(
                     Change(
-                        table: table, key: key, op: .update, columns: [name: value], clock: clock, site: site, seq: 0))
+                        table: table, key: key, op: .update, columns: [name: cell.value], clock: clock, site: site,
+                        seq: 0))
             }
         }
         guard let created else { return later }

@@ -195,7 +195,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    /// Waits until the state (`server_rows`, `server_cells`) holds every change of the log: for
+    /// Waits until the state (`server_rows`) holds every change of the log: for
     /// what reads the state as a whole rather than through a snapshot's serial (tests).
     func waitUntilFolded() {
         folder.waitUntilFolded()

@@ -4,13 +4,16 @@ import OfflineStore
 /// any app's schema (so a later release evolves them with a checksummed stage).
 enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
-        ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self,
+        ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
         .custom(
             fromVersion: ServerSchemaV1_1.self, toVersion: ServerSchemaV1_2.self,
             didMigrate: ServerSchemaV1_2.markEverythingFolded),
+        .custom(
+            fromVersion: ServerSchemaV1_2.self, toVersion: ServerSchemaV1_3.self, didMigrate: ServerSchemaV1_3.packCells
+        ),
     ]
 }
 

@@ -2,12 +2,13 @@ import Foundation
 import OfflineStore
 import SyncProtocol
 
-/// Merges the log into the current state (`server_rows`, `server_cells`) on a thread of its own,
+/// Merges the log into the current state (`server_rows`) on a thread of its own,
 /// after the pushes that appended it have been acknowledged. A push's transaction only appends
 /// (the log, the site's `highSeq`, the dataset's `lastSerial`): with random-UUID keys each merged
 /// change dirtied about two state pages of its own, which made a push about three times as costly
 /// as the append alone. Here up to ``changesPerFold`` changes are merged per transaction, sorted
-/// by (dataset, table, key) so neighbouring keys share pages, and `foldedSerial` moves in the same
+/// by (dataset, table, key) so neighbouring keys share pages, each row's record read and written
+/// once per fold with its cells packed in it (``MergedRow``), and `foldedSerial` moves in the same
 /// transaction, so a crash at any point leaves the state exactly the log up to `foldedSerial` and
 /// the next start goes on from there.
 ///
