@@ -32,10 +32,17 @@ import SyncProtocol
 /// folder.handOver(changes, datasetID: id, lastSerial: serial, foldedSerial: folded)  // after commit
 /// ```
 final class StateFolder: Sendable {
-    static let changesPerFold = 20_000
+    /// Keys are random, so a fold of n changes over a state of L leaves dirties about
+    /// L·(1 − e^(−n/L)) of them: the larger the fold, the fewer pages written per change. With
+    /// 4 clients pushing 1,000,000 changes, folds of up to 40,000 gathered for 1 s wrote 4.6 KiB
+    /// per change against 6.9 KiB for 20,000 gathered for 0.25 s (42,916 against 37,016 pushed
+    /// changes/s), for a longer p99 push (0.9 against 0.6 s) and more memory (196 against 139 MiB).
+    static let changesPerFold = 40_000
+    /// Not raised with the fold: it bounds how far the state trails the log, so how much of a
+    /// push phase's cost can land after it.
     static let maximumLag: Int64 = 40_000
     /// How long a round waits, after a push handed changes over, for more to fold with them.
-    static let gatheringTime: TimeInterval = 0.25
+    static let gatheringTime: TimeInterval = 1.0
 
     private let state = State()
 
