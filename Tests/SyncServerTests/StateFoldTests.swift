@@ -241,6 +241,21 @@ struct StateFoldTests {
         try database.close()
     }
 
+    @Test func cellsWhoseRowIsMissingAreKeptByTheUpgrade() throws {
+        let directory = try TemporaryDirectory()
+        let (reference, old) = try upgradeCase(ServerSchemaV1_2.versionIdentifier, in: directory)
+        // n9 is known only from an update: its row holds no creation, so its cells alone carry it.
+        let damaged = try Database(path: old.appendingPathComponent(SQLiteSyncStorage.fileName).path)
+        try damaged.execute("DELETE FROM server_rows WHERE key LIKE \("%\"n9\"%")")
+        #expect(damaged.changesCount == 1)
+        try damaged.close()
+
+        let upgraded = try SQLiteSyncStorage(directory: old, folds: false)
+        let served = try snapshot(upgraded)
+        #expect(served.changes == (try snapshot(reference)).changes)
+        #expect(titles(served.changes)["n9"] == "only updated")
+    }
+
     @Test func anUpgradedDataDirectoryFoldsNewChangesIntoTheRowsItPacked() throws {
         let directory = try TemporaryDirectory()
         let (reference, old) = try upgradeCase(ServerSchemaV1_2.versionIdentifier, in: directory)

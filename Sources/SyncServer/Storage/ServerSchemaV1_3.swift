@@ -50,9 +50,16 @@ enum ServerSchemaV1_3: VersionedSchema {
             """)
         var current: (datasetID: Int64, table: String, key: String)?
         var row = MergedRow()
+        // Every cell's row exists in what 1.1 and 1.2 wrote (an update of an unknown row adds one
+        // with no creation); should a directory lack one, its cells get that row rather than vanish.
+        let insertRowOfCells = try db.cachedStatement(
+            "INSERT INTO server_rows (cells, datasetID, tableName, key) VALUES (?, ?, ?, ?)")
         func flush() throws {
             guard let current else { return }
             try update.execute(row.packedCells, current.datasetID, current.table, current.key)
+            if db.changesCount == 0 {
+                try insertRowOfCells.execute(row.packedCells, current.datasetID, current.table, current.key)
+            }
         }
         while let cell = try cursor.next() {
             let rowKey = (
