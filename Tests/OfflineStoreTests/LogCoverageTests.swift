@@ -30,6 +30,41 @@ struct LogCoverageTests {
         try db.close()
     }
 
+    /// Another process writing while this one installs tracking (seen in CI as a failed `reminders`
+    /// run when two processes opened one file): installing the permanent triggers read the schema,
+    /// then wrote in the same deferred transaction, and once the other writer had committed that
+    /// read was stale, which SQLite refuses at once (`SQLITE_BUSY`) instead of waiting.
+    @Test func installingTrackingWhileAnotherProcessWritesWaitsForItInsteadOfFailing() throws {
+        let (db, log) = try open()
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [
+            path, "BEGIN IMMEDIATE", "INSERT INTO remindersLists (id, name) VALUES ('other', 'process')",
+            ".shell sleep 1", "COMMIT",
+        ]
+        try shell.run()
+        // Until the shell holds the write lock.
+        var probe = Configuration()
+        probe.busyTimeout = .zero
+        let prober = try Database(path: path, configuration: probe)
+        while true {
+            do {
+                try prober.execute(sql: "BEGIN IMMEDIATE")
+                try prober.execute(sql: "ROLLBACK")
+                Thread.sleep(forTimeInterval: 0.01)
+            } catch {
+                break
+            }
+        }
+        try prober.close()
+
+        try ChangeTracker.install(on: db, schema: log.schema, clock: log.clock)
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+        #expect(try db.fetchValue(String.self, "SELECT name FROM remindersLists WHERE id = 'other'") == "process")
+        try db.close()
+    }
+
     @Test func writesMadeWithTheSqlite3ShellAreRecordedAtTheNextOpen() throws {
         do {
             let (db, log) = try open()

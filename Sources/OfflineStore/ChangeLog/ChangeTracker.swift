@@ -26,7 +26,7 @@ public enum ChangeTracker {
         try installFunctions(on: db, clock: clock)
         let meta = quoteIdentifier(Metadatabase.schemaName)
         try LogCoverage.installPermanentTriggers(on: db, schema: schema)
-        try db.transaction { db in
+        try db.transaction(.immediate) { db in
             let existing = try db.fetchAll(
                 String.self,
                 "SELECT name FROM temp.sqlite_schema WHERE type = 'trigger' AND name LIKE \(triggerPrefix + "%")")

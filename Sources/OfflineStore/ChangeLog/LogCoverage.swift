@@ -46,7 +46,7 @@ enum LogCoverage {
     /// Creates the bookkeeping tables and the permanent triggers in the user's file, replacing
     /// permanent triggers written differently by an earlier version.
     static func installPermanentTriggers(on db: Database, schema: SchemaSnapshot) throws {
-        try db.transaction { db in
+        try db.transaction(.immediate) { db in
             try db.executeScript(
                 """
                 CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
