@@ -47,16 +47,18 @@ struct LogCoverageTests {
         var probe = Configuration()
         probe.busyTimeout = .zero
         let prober = try Database(path: path, configuration: probe)
-        while true {
+        var locked = false
+        while !locked, shell.isRunning {
             do {
                 try prober.execute(sql: "BEGIN IMMEDIATE")
                 try prober.execute(sql: "ROLLBACK")
                 Thread.sleep(forTimeInterval: 0.01)
             } catch {
-                break
+                locked = true
             }
         }
         try prober.close()
+        try #require(locked, "the sqlite3 shell ended before it was seen holding the write lock")
 
         try ChangeTracker.install(on: db, schema: log.schema, clock: log.clock)
         shell.waitUntilExit()
