@@ -5,7 +5,12 @@ import Foundation
 /// use it. zlib manual: https://zlib.net/manual.html#Advanced (`deflateInit2`, `deflateBound`).
 enum Gzip {
     /// `data` as one gzip member, or `nil` if zlib fails (the caller then sends the body as it is).
-    static func compress(_ data: Data, level: Int32 = 6) -> Data? {
+    ///
+    /// Level 1 by default: on a pull page of 5,000 changes (1.6 MB of canonical JSON) zlib's
+    /// default level 6 spent 16.5 ms for 12.4% of the size, level 1 6.0 ms for 14.5%; level 6 was
+    /// three quarters of the server's CPU per pulled change, and the 17% more bytes cost less to
+    /// send than the deflate time saved.
+    static func compress(_ data: Data, level: Int32 = 1) -> Data? {
         var stream = z_stream()
         guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return nil }
         defer { deflateEnd(&stream) }
