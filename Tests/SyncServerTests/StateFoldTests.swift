@@ -309,6 +309,66 @@ struct StateFoldTests {
         #expect(download.allSatisfy { $0.op == .insert })
     }
 
+    /// What no hand-over holds is read back from the log; what one holds is taken from it (here
+    /// its changes differ from the log's, to tell which was merged); a fold's budget leaves the
+    /// rest of a run for the next fold.
+    @Test func aFoldTakesHandedOverRunsAndReadsTheRestFromTheLog() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")), folds: false)
+        try storage.createDataset(named: "family")
+        #expect(try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family") == 8)
+        let inMemory = [
+            change(.update, "n1", ["title": .text("memory")], seq: 6), change(.delete, "n2", seq: 7),
+            change(.insert, "n6", ["title": .text("memory6")], seq: 8),
+        ].map { FoldChange($0, key: try! $0.canonicalKeyJSON()) }
+        let datasetID = try #require(
+            try storage.pool.read { db in try db.fetchValue(Int64.self, "SELECT id FROM server_datasets") })
+        var pending: StateFolder.Pending = [datasetID: [StateFolder.Run(firstSerial: 6, changes: inMemory[...])]]
+
+        let first = try SQLiteSyncStorage.fold(&pending, pool: storage.pool, limit: 6)
+        #expect(first.serials == [datasetID: 6] && first.hasMore)
+        #expect(pending[datasetID]?.map(\.firstSerial) == [7])
+        let second = try SQLiteSyncStorage.fold(&pending, pool: storage.pool, limit: 6)
+        #expect(second.serials == [datasetID: 8] && !second.hasMore)
+        #expect(pending.isEmpty)
+        let folded = try snapshot(storage)
+        #expect(folded.startSerial == 8)
+        #expect(titles(folded.changes) == ["n1": "memory", "n3": "t3", "n4": "t4", "n5": "t5", "n6": "memory6"])
+    }
+
+    /// A fold inserts a row whose first change is an insert without reading it first; when the
+    /// state already holds the row (brought back after a delete, or an older insert from another
+    /// site arriving late), the row is read and merged, never written over.
+    @Test func anInsertOfARowTheStateHoldsIsMergedWithItInALaterFold() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        _ = try storage.storeBatch(
+            [
+                change(.insert, "n1", ["title": .text("first")], seq: 1), change(.delete, "n1", seq: 2),
+                change(.insert, "n2", ["title": .text("newer")], seq: 5),
+            ], site: site, clientSchema: schema, dataset: "family")
+        storage.waitUntilFolded()
+        let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+        let late = [
+            // Newer than the delete: n1 comes back.
+            Change(
+                table: "notes", key: ["id": .text("n1")], op: .insert, columns: ["title": .text("back")],
+                clock: ChangeClock(milliseconds: 1_764_000_000_000 + 3, counter: 0)!, site: other, seq: 1),
+            // Older than n2's insert: its value loses.
+            Change(
+                table: "notes", key: ["id": .text("n2")], op: .insert, columns: ["title": .text("older")],
+                clock: ChangeClock(milliseconds: 1_764_000_000_000 + 4, counter: 0)!, site: other, seq: 2),
+        ]
+        _ = try storage.storeBatch(late, site: other, clientSchema: schema, dataset: "family")
+        storage.waitUntilFolded()
+        let folded = try snapshot(storage)
+        #expect(folded.startSerial == 5)
+        #expect(titles(folded.changes) == ["n1": "back", "n2": "newer"])
+        let n2 = folded.changes.filter { $0.key["id"] == .text("n2") }
+        #expect(n2.count == 1 && n2.first?.clock.milliseconds == 1_764_000_000_000 + 5)
+    }
+
     /// A fold that fails is told to the operator once per streak, and again when folds work: the
     /// state trails the log meanwhile (complete through the log), and catches up after.
     @Test func aFailingFoldIsReportedOnceAndItsRecoveryToo() throws {

@@ -25,10 +25,8 @@ extension MergedRow {
         guard !cells.isEmpty else { return nil }
         var bytes: [UInt8] = [Self.packingFormat]
         bytes.reserveCapacity(16 + cells.count * 48)
-        // Byte order of the names, as SQLite's BINARY collation sorted the cells of schema 1.2.
-        let names = cells.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for name in names {
-            let cell = cells[name]!
+        // ``Cells`` keeps them in byte order of the names.
+        for (name, cell) in cells {
             Self.appendVarint(UInt64(name.utf8.count), to: &bytes)
             bytes.append(contentsOf: name.utf8)
             let ownVersion: UInt8 = cell.version == created ? 0 : Self.ownVersionFlag

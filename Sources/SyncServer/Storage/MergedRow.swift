@@ -10,7 +10,7 @@ import SyncStoreBridge
 ///
 /// ```swift
 /// var row = MergedRow()
-/// row.merge(change)  // the protocol's merge rule, in memory
+/// row.merge(FoldChange(change, key: keyText))  // the protocol's merge rule, in memory
 /// ```
 struct MergedRow: Equatable, Sendable {
     /// A column's merged value and the version that wrote it.
@@ -21,7 +21,7 @@ struct MergedRow: Equatable, Sendable {
 
     var created: ChangeVersion?
     var deleted: ChangeVersion?
-    var cells: [String: Cell] = [:]
+    var cells: Cells = [:]
 
     /// A delete newer than the creation (or a delete of a row never inserted) hides the row.
     var isDeleted: Bool {
@@ -32,8 +32,8 @@ struct MergedRow: Equatable, Sendable {
     /// Folds one change in by the protocol's merge rule (per-column last-writer-wins; a delete
     /// wins over updates of the row and only a newer insert brings it back), so a snapshot gives
     /// a new client what applying the whole log would.
-    mutating func merge(_ change: Change) {
-        let incoming = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
+    mutating func merge(_ change: FoldChange) {
+        let incoming = change.version
         let isLive = created != nil && !isDeleted
         switch change.op {
         case .delete:
@@ -59,8 +59,8 @@ struct MergedRow: Equatable, Sendable {
         }
     }
 
-    private mutating func mergeColumns(_ change: Change, _ incoming: ChangeVersion, creation: ChangeVersion?) {
-        for (name, value) in change.columns where change.key[name] == nil {
+    private mutating func mergeColumns(_ change: FoldChange, _ incoming: ChangeVersion, creation: ChangeVersion?) {
+        for (name, value) in change.columns {
             if let cell = cells[name] {
                 guard incoming > cell.version else { continue }
             } else if incoming < (creation ?? ChangeVersion(clock: 0, site: Data())) {

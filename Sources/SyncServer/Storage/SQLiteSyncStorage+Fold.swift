@@ -36,7 +36,7 @@ extension SQLiteSyncStorage {
         let lagging = try db.fetchAll(
             "SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE foldedSerial < lastSerial ORDER BY id")
         var budget = Int64(limit)
-        var work: [(datasetID: Int64, serial: Int64, handed: StateFolder.Handed)] = []
+        var work = FoldWork()
         var folded = StateFolder.Folded(serials: [:], hasMore: false)
         var leftOver: StateFolder.Pending = [:]
         for dataset in lagging {
@@ -50,85 +50,95 @@ extension SQLiteSyncStorage {
             }
             var upTo = min(last, from + budget)
             let budgetEnds = upTo < last
+            let runs = (handed[datasetID] ?? []).compactMap { $0.after(from) }.sorted {
+                $0.firstSerial < $1.firstSerial
+            }
             // What pushes handed over, as far as it runs without a gap; a push that has not
             // handed its changes over yet is folded next round. With nothing at the start in
             // memory (after a restart, or pushes of another connection) it is read from the log.
             var contiguous = from
-            while contiguous < upTo, handed[datasetID]?[contiguous + 1] != nil { contiguous += 1 }
+            for run in runs {
+                guard contiguous < upTo, run.firstSerial == contiguous + 1 else { break }
+                contiguous = min(run.endSerial - 1, upTo)
+            }
             let stoppedAtGap = contiguous > from && contiguous < upTo
             if contiguous > from { upTo = contiguous }
             budget -= upTo - from
-            var inMemory = handed[datasetID] ?? [:]
-            var missing = Set<Int64>()
-            for serial in (from + 1)...upTo {
-                if let change = inMemory.removeValue(forKey: serial) {
-                    work.append((datasetID, serial, change))
-                } else {
-                    missing.insert(serial)
+            var inMemory: [ClosedRange<Int64>] = []
+            var later: [StateFolder.Run] = []
+            for run in runs {
+                if run.firstSerial <= upTo {
+                    let folding = run.changes.prefix(Int(upTo - run.firstSerial + 1))
+                    work.add(folding, firstSerial: run.firstSerial, datasetID: datasetID)
+                    inMemory.append(run.firstSerial...(run.firstSerial + Int64(folding.count) - 1))
                 }
+                if let rest = run.after(upTo) { later.append(rest) }
             }
-            if !missing.isEmpty {
+            if inMemory.reduce(0, { $0 + $1.count }) < upTo - from {
                 // After a restart, or a push that had not handed its changes over yet.
-                let cursor = try db.fetchCursor(
-                    """
-                    SELECT serial, body FROM server_log
-                    WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(upTo) ORDER BY serial
-                    """)
-                let decoder = JSONDecoder()
-                while let row = try cursor.next() {
-                    let serial: Int64 = try row.decode(at: 0)
-                    guard missing.contains(serial) else { continue }
-                    let change = try decoder.decode(
-                        Change.self, from: Data(try row.decode(String.self, at: 1).utf8))
-                    work.append(
-                        (datasetID, serial, StateFolder.Handed(change: change, key: try change.canonicalKeyJSON())))
-                }
+                try readBack(datasetID: datasetID, after: from, through: upTo, skipping: inMemory, into: &work, db)
             }
-            let later = inMemory.filter { $0.key > upTo }
             if !later.isEmpty { leftOver[datasetID] = later }
             folded.serials[datasetID] = upTo
             // Only the budget calls for another round at once; a gap in memory waits for its push.
             if budgetEnds && !stoppedAtGap { folded.hasMore = true }
         }
         handed = leftOver
-        // Key order for page locality; one key's changes in log order, as they were merged when
-        // each push merged its own (Swift's sort is not stable, hence the serial).
-        // Compared field by field: a tuple of the four copied each compared element's strings.
-        work.sort { a, b in
-            if a.datasetID != b.datasetID { return a.datasetID < b.datasetID }
-            if a.handed.change.table != b.handed.change.table { return a.handed.change.table < b.handed.change.table }
-            if a.handed.key != b.handed.key { return a.handed.key < b.handed.key }
-            return a.serial < b.serial
-        }
         let statements = try FoldStatements(db)
-        var first = work.startIndex
-        while first < work.endIndex {
-            let item = work[first]
-            var next = first + 1
-            while next < work.endIndex, work[next].datasetID == item.datasetID,
-                work[next].handed.key == item.handed.key, work[next].handed.change.table == item.handed.change.table
-            {
-                next += 1
-            }
-            try merge(
-                work[first..<next].lazy.map(\.handed.change), table: item.handed.change.table, key: item.handed.key,
-                datasetID: item.datasetID, statements, db)
-            first = next
-        }
+        try work.forEachRow { datasetID, changes in try merge(changes, datasetID: datasetID, statements, db) }
         for (datasetID, serial) in folded.serials {
             try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
         }
         return folded
     }
 
-    /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
-    /// memory (``MergedRow/merge(_:)``), written once if anything changed.
-    private static func merge(
-        _ changes: some Sequence<Change>, table: String, key: String, datasetID: Int64, _ statements: FoldStatements,
-        _ db: Database
+    /// The log's changes of dataset `datasetID` after `from` through `upTo` that no range of
+    /// `inMemory` (sorted) holds, decoded from their JSON.
+    private static func readBack(
+        datasetID: Int64, after from: Int64, through upTo: Int64, skipping inMemory: [ClosedRange<Int64>],
+        into work: inout FoldWork, _ db: Database
     ) throws {
+        let cursor = try db.fetchCursor(
+            """
+            SELECT serial, body FROM server_log
+            WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(upTo) ORDER BY serial
+            """)
+        let decoder = JSONDecoder()
+        var skipped = inMemory.startIndex
+        // Consecutive serials read back go in as one run.
+        var run = StateFolder.Run(firstSerial: 0, changes: [])
+        while let row = try cursor.next() {
+            let serial: Int64 = try row.decode(at: 0)
+            while skipped < inMemory.endIndex, inMemory[skipped].upperBound < serial { skipped += 1 }
+            if skipped < inMemory.endIndex, inMemory[skipped].contains(serial) { continue }
+            if serial != run.endSerial {
+                if !run.changes.isEmpty { work.add(run.changes, firstSerial: run.firstSerial, datasetID: datasetID) }
+                run = StateFolder.Run(firstSerial: serial, changes: [])
+            }
+            let change = try decoder.decode(Change.self, from: Data(try row.decode(String.self, at: 1).utf8))
+            run.changes.append(FoldChange(change, key: try change.canonicalKeyJSON()))
+        }
+        if !run.changes.isEmpty { work.add(run.changes, firstSerial: run.firstSerial, datasetID: datasetID) }
+    }
+
+    /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
+    /// memory (``MergedRow/merge(_:)``), written once if anything changed. A row whose first
+    /// change is an insert is most likely new to the state: its merge from nothing is inserted
+    /// without reading first, and read only if the insert finds the row there.
+    private static func merge(
+        _ changes: some Collection<FoldChange>, datasetID: Int64, _ statements: FoldStatements, _ db: Database
+    ) throws {
+        guard let first = changes.first else { return }
+        if first.op == .insert {
+            var merged = MergedRow()
+            for change in changes { merged.merge(change) }
+            try statements.insertNewRow.execute(
+                datasetID, first.table, first.key, merged.created?.clock, merged.created?.site, merged.deleted?.clock,
+                merged.deleted?.site, merged.packedCells)
+            if db.changesCount == 1 { return }
+        }
         let stored = try db.fetchOne(
-            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(table), .text(key)])
+            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(first.table), .text(first.key)])
         ).map { row in
             try MergedRow(
                 created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
@@ -139,7 +149,7 @@ extension SQLiteSyncStorage {
         // A row new to the state is written whatever its changes did, as each one's merge wrote it.
         guard merged != stored else { return }
         try statements.upsertRow.execute(
-            datasetID, table, key, merged.created?.clock, merged.created?.site, merged.deleted?.clock,
+            datasetID, first.table, first.key, merged.created?.clock, merged.created?.site, merged.deleted?.clock,
             merged.deleted?.site, merged.packedCells)
     }
 
@@ -160,8 +170,15 @@ private struct FoldStatements {
         """
 
     let upsertRow: Statement
+    let insertNewRow: Statement
 
     init(_ db: Database) throws {
+        insertNewRow = try db.cachedStatement(
+            """
+            INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (datasetID, tableName, key) DO NOTHING
+            """)
         upsertRow = try db.cachedStatement(
             """
             INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)

@@ -104,8 +104,7 @@ extension SQLiteSyncStorage {
         var values: [String: WireValue] = [:]
         var later: [Change] = []
         // Byte order of the column names, as the packed cells keep them.
-        for name in row.cells.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-            let cell = row.cells[name]!
+        for (name, cell) in row.cells {
             values[name] = cell.value
             guard let (clock, site) = stamp(cell.version) else { continue }
             if created.map({ $0.0 != clock || $0.1 != site }) ?? true {

@@ -7,9 +7,10 @@ extension SQLiteSyncStorage {
     public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
         -> Int64
     {
-        // Encoded before the write lock is taken: the log keeps each change's canonical JSON.
+        // Encoded before the write lock is taken: the log keeps each change's canonical JSON, the
+        // folder what it merges.
         let bodies = try changes.map { change in try change.canonicalJSON() }
-        let keys = try changes.map { change in try change.canonicalKeyJSON() }
+        let folds = try changes.map { change in FoldChange(change, key: try change.canonicalKeyJSON()) }
         let appended = try storageWork("storing a batch in dataset \(dataset)") {
             try commits.write { db in
                 guard
@@ -28,14 +29,15 @@ extension SQLiteSyncStorage {
                         Int64.self,
                         "SELECT highSeq FROM server_sites WHERE datasetID = \(datasetID) AND site = \(siteBytes)") ?? 0
                 var high = stored
-                var handed: [Int64: StateFolder.Handed] = [:]
+                var appended: [Int] = []
+                appended.reserveCapacity(changes.count)
                 let insertLog = try db.cachedStatement(
                     "INSERT INTO server_log (datasetID, serial, site, body) VALUES (?, ?, ?, ?)")
-                for (index, change) in changes.enumerated() where change.seq > high {
+                for index in changes.indices where changes[index].seq > high {
                     serial += 1
                     try insertLog.execute(datasetID, serial, siteBytes, bodies[index])
-                    handed[serial] = StateFolder.Handed(change: change, key: keys[index])
-                    high = change.seq
+                    appended.append(index)
+                    high = changes[index].seq
                 }
                 if high != stored {
                     try db.execute(
@@ -47,13 +49,19 @@ extension SQLiteSyncStorage {
                 }
                 return Appended(
                     high: high, datasetID: datasetID, lastSerial: serial, foldedSerial: try dataset.decode(at: 3),
-                    changes: handed)
+                    indices: appended)
             }
         }
         // Acknowledged without waiting for the merge into the state, unless the fold trails too far.
-        if !appended.changes.isEmpty {
+        if let first = appended.indices.first, let last = appended.indices.last {
+            // The changes appended are the batch's from the first new seq on (seqs grow along a
+            // batch): a slice of `folds`, not a copy, unless a caller sent them out of order.
+            let changes =
+                appended.indices.count == last - first + 1
+                ? folds[first...last] : ArraySlice(appended.indices.map { folds[$0] })
             folder.handOver(
-                appended.changes, datasetID: appended.datasetID, lastSerial: appended.lastSerial,
+                StateFolder.Run(firstSerial: appended.lastSerial - Int64(changes.count) + 1, changes: changes),
+                datasetID: appended.datasetID, lastSerial: appended.lastSerial,
                 foldedSerial: appended.foldedSerial)
         }
         return appended.high
@@ -66,5 +74,6 @@ private struct Appended: Sendable {
     var datasetID: Int64
     var lastSerial: Int64
     var foldedSerial: Int64
-    var changes: [Int64: StateFolder.Handed]
+    /// The indices in the batch of the changes it appended, in serial order up to `lastSerial`.
+    var indices: [Int]
 }

@@ -18,18 +18,19 @@ import SyncProtocol
 /// polling; and the writer's page cache already holds the state's hot pages. A fold's commit does
 /// not wait for an fsync (the state can be rebuilt from the log; the next push's fsync covers it).
 ///
-/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``)
-/// and a round waits ``gatheringTime`` after the first of them for more (unless ``changesPerFold``
-/// are in, or someone waits for the fold), so that folds are large. A round folds what was handed
-/// over as far as it runs without a gap (a push that committed but has not handed over yet waits
-/// for the next round); the log is read back only when nothing at the start of the unfolded tail is
-/// in memory (after a restart, or pushes through another connection to the same file). A push whose
-/// dataset has more than ``maximumLag`` changes unfolded waits for the fold, which bounds both the
-/// memory held here and how far the state trails the log.
+/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``),
+/// each push's as one ``Run`` in serial order, and a round waits ``gatheringTime`` after the first
+/// of them for more (unless ``changesPerFold`` are in, or someone waits for the fold), so that
+/// folds are large. A round folds what was handed over as far as it runs without a gap (a push
+/// that committed but has not handed over yet waits for the next round); the log is read back
+/// only when nothing at the start of the unfolded tail is in memory (after a restart, or pushes
+/// through another connection to the same file). A push whose dataset has more than
+/// ``maximumLag`` changes unfolded waits for the fold, which bounds both the memory held here and
+/// how far the state trails the log.
 ///
 /// ```swift
 /// let folder = StateFolder(pool: pool)
-/// folder.handOver(changes, datasetID: id, lastSerial: serial, foldedSerial: folded)  // after commit
+/// folder.handOver(run, datasetID: id, lastSerial: serial, foldedSerial: folded)  // after commit
 /// ```
 final class StateFolder: Sendable {
     /// Keys are random, so a fold of n changes over a state of L leaves dirties about
@@ -79,19 +80,18 @@ final class StateFolder: Sendable {
         state.finished.wait()
     }
 
-    /// Called by a push after its transaction committed, with the changes it appended (by serial),
-    /// the dataset's `lastSerial` and `foldedSerial` as that transaction saw them. Returns at once
+    /// Called by a push after its transaction committed, with the changes it appended, the
+    /// dataset's `lastSerial` and `foldedSerial` as that transaction saw them. Returns at once
     /// unless more than ``maximumLag`` changes of the dataset are unfolded; then it waits for the
     /// fold (not when the folder is stopped or its last round failed: the push is stored, and the
     /// folder retries on its own).
-    func handOver(_ changes: [Int64: Handed], datasetID: Int64, lastSerial: Int64, foldedSerial: Int64) {
+    func handOver(_ run: Run, datasetID: Int64, lastSerial: Int64, foldedSerial: Int64) {
         state.condition.lock()
         defer { state.condition.unlock() }
         guard !state.stopped else { return }
-        let known = state.folded[datasetID] ?? foldedSerial
-        for (serial, change) in changes where serial > known {
-            state.handed[datasetID, default: [:]][serial] = change
-            state.handedCount += 1
+        if let run = run.after(state.folded[datasetID] ?? foldedSerial) {
+            state.handed[datasetID, default: []].append(run)
+            state.handedCount += run.changes.count
         }
         if !state.pending {
             state.pending = true
@@ -152,14 +152,26 @@ final class StateFolder: Sendable {
         case recovered
     }
 
-    /// A change a push stored, with its key's canonical JSON (the state's key).
-    struct Handed: Sendable {
-        var change: Change
-        var key: String
+    /// The changes one push appended, in serial order from `firstSerial`. An array in serial
+    /// order rather than a dictionary by serial: growing and copying one per push cost the push
+    /// and the fold more than merging its changes.
+    struct Run: Sendable {
+        var firstSerial: Int64
+        var changes: ArraySlice<FoldChange>
+
+        /// The serial after its last change.
+        var endSerial: Int64 { firstSerial + Int64(changes.count) }
+
+        /// Its changes after `serial`; nil when it has none.
+        func after(_ serial: Int64) -> Run? {
+            guard endSerial - 1 > serial else { return nil }
+            guard firstSerial <= serial else { return self }
+            return Run(firstSerial: serial + 1, changes: changes.dropFirst(Int(serial + 1 - firstSerial)))
+        }
     }
 
-    /// The hand-overs not folded yet, by dataset then serial.
-    typealias Pending = [Int64: [Int64: Handed]]
+    /// The hand-overs not folded yet, by dataset: one run per push, in no particular order.
+    typealias Pending = [Int64: [Run]]
 
     /// What one fold committed: each dataset's new `foldedSerial`, and whether any dataset still
     /// has more to fold.
@@ -221,9 +233,9 @@ final class StateFolder: Sendable {
             defer { condition.unlock() }
             let news = (failure != nil) != failureTold
             failureTold = failure != nil
-            for (datasetID, serials) in leftOver {
-                handed[datasetID, default: [:]].merge(serials) { newer, _ in newer }
-                handedCount += serials.count
+            for (datasetID, runs) in leftOver {
+                handed[datasetID, default: []] += runs
+                handedCount += Self.count(runs)
             }
             if !leftOver.isEmpty && !pending {
                 pending = true
@@ -233,9 +245,9 @@ final class StateFolder: Sendable {
                 for (datasetID, serial) in folded.serials {
                     self.folded[datasetID] = serial
                     // Hand-overs that arrived while their changes were folded from the log.
-                    if let serials = handed[datasetID] {
-                        let kept = serials.filter { $0.key > serial }
-                        handedCount -= serials.count - kept.count
+                    if let runs = handed[datasetID] {
+                        let kept = runs.compactMap { $0.after(serial) }
+                        handedCount -= Self.count(runs) - Self.count(kept)
                         handed[datasetID] = kept
                     }
                 }
@@ -247,6 +259,10 @@ final class StateFolder: Sendable {
             isFolding = false
             condition.broadcast()
             return news ? report : nil
+        }
+
+        private static func count(_ runs: [Run]) -> Int {
+            runs.reduce(0) { $0 + $1.changes.count }
         }
 
         func stop() {

@@ -1,0 +1,63 @@
+import Foundation
+import SyncProtocol
+import Testing
+
+@testable import SyncServer
+
+/// The order a fold merges its changes in: the state's primary key in SQLite's byte order, and
+/// one row's changes in log order whatever run handed them over.
+@Suite("Reference server: the order of a fold")
+struct FoldWorkTests {
+    private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
+
+    private func change(_ table: String, _ id: String, seq: Int64) -> FoldChange {
+        let change = Change(
+            table: table, key: ["id": .text(id)], op: .update, columns: ["title": .text("v\(seq)")],
+            clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
+        return FoldChange(change, key: try! change.canonicalKeyJSON())
+    }
+
+    @Test func rowsComeInKeyByteOrderAndEachRowsChangesInSerialOrder() throws {
+        var work = FoldWork()
+        // Handed over out of serial order, as pushes committed in one group may hand over.
+        work.add(
+            [change("notes", "b", seq: 4), change("Notes", "a", seq: 5), change("notes", "a", seq: 6)],
+            firstSerial: 4, datasetID: 1)
+        work.add(
+            [
+                change("notes", "a", seq: 1), change("notes", "ab", seq: 2), change("notes", "é", seq: 3),
+                change("notes", "B", seq: 7),
+            ], firstSerial: 1, datasetID: 1)
+        work.add([change("notes", "a", seq: 8)], firstSerial: 1, datasetID: 0)
+        var rows: [(datasetID: Int64, table: String, key: String, clocks: [Int64])] = []
+        try work.forEachRow { datasetID, changes in
+            rows.append(
+                (
+                    datasetID, changes[0].table, changes[0].key,
+                    changes.map { ChangeClock(packed: $0.version.clock)!.milliseconds - 1_764_000_000_000 }
+                ))
+            #expect(changes.allSatisfy { $0.table == changes[0].table && $0.key == changes[0].key })
+        }
+        let order = rows.map { "\($0.datasetID) \($0.table) \($0.key) \($0.clocks)" }
+        #expect(
+            order == [
+                #"0 notes {"id":{"text":"a"}} [8]"#,
+                #"1 Notes {"id":{"text":"a"}} [5]"#,
+                #"1 notes {"id":{"text":"B"}} [7]"#,
+                #"1 notes {"id":{"text":"a"}} [1, 6]"#,
+                #"1 notes {"id":{"text":"ab"}} [2]"#,
+                #"1 notes {"id":{"text":"b"}} [4]"#,
+                #"1 notes {"id":{"text":"é"}} [3]"#,
+            ])
+    }
+
+    @Test func aRunAfterASerialKeepsOnlyWhatFollowsIt() {
+        let run = StateFolder.Run(
+            firstSerial: 10, changes: [change("notes", "a", seq: 1), change("notes", "b", seq: 2)])
+        #expect(run.after(9)?.firstSerial == 10)
+        #expect(run.after(9)?.changes.count == 2)
+        #expect(run.after(10)?.firstSerial == 11)
+        #expect(run.after(10)?.changes.map(\.key) == [#"{"id":{"text":"b"}}"#])
+        #expect(run.after(11) == nil)
+    }
+}
