@@ -9,8 +9,9 @@ extension SQLiteSyncStorage {
     {
         // Encoded before the write lock is taken: the log keeps each change's canonical JSON, the
         // folder what it merges.
-        let bodies = try changes.map { change in try change.canonicalJSON() }
-        let folds = try changes.map { change in FoldChange(change, key: try change.canonicalKeyJSON()) }
+        let json = try BatchJSON(changes)
+        let bodies = json.bodies
+        let folds = changes.indices.map { index in FoldChange(changes[index], key: json.keys[index]) }
         let appended = try storageWork("storing a batch in dataset \(dataset)") {
             try commits.write { db in
                 guard

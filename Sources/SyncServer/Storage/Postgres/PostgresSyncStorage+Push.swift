@@ -11,8 +11,8 @@ extension PostgresSyncStorage {
     {
         // Encoded before the lock is taken: the log keeps each change's canonical JSON, written as
         // the SQLite backend writes it.
-        let bodies = try changes.map { change in try change.canonicalJSON() }
-        let keys = try changes.map { change in try change.canonicalKeyJSON() }
+        let json = try BatchJSON(changes)
+        let (bodies, keys) = (json.bodies, json.keys)
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
                 let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
