@@ -18,6 +18,10 @@ extension MergedRow {
             for (name, cell) in elements { self[name] = cell }
         }
 
+        mutating func reserveCapacity(_ count: Int) {
+            entries.reserveCapacity(count)
+        }
+
         var isEmpty: Bool { entries.isEmpty }
         var count: Int { entries.count }
 
@@ -32,6 +36,7 @@ extension MergedRow {
                 switch (found, newValue) {
                 case (true, let cell?): entries[index].cell = cell
                 case (true, nil): entries.remove(at: index)
+                case (false, let cell?) where index == entries.count: entries.append((name, cell))
                 case (false, let cell?): entries.insert((name, cell), at: index)
                 case (false, nil): break
                 }

@@ -23,13 +23,16 @@ extension MergedRow {
     /// The cells as `server_rows.cells` stores them; nil when the row has none.
     var packedCells: Data? {
         guard !cells.isEmpty else { return nil }
-        var bytes: [UInt8] = [Self.packingFormat]
+        var bytes: [UInt8] = []
         bytes.reserveCapacity(16 + cells.count * 48)
+        bytes.append(Self.packingFormat)
+        let created = self.created
         // ``Cells`` keeps them in byte order of the names.
         for (name, cell) in cells {
             Self.appendVarint(UInt64(name.utf8.count), to: &bytes)
             bytes.append(contentsOf: name.utf8)
-            let ownVersion: UInt8 = cell.version == created ? 0 : Self.ownVersionFlag
+            let isCreation = created.map { $0.clock == cell.version.clock && $0.site == cell.version.site } ?? false
+            let ownVersion: UInt8 = isCreation ? 0 : Self.ownVersionFlag
             switch cell.value {
             case .null:
                 bytes.append(0 | ownVersion)

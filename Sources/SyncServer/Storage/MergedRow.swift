@@ -60,10 +60,12 @@ struct MergedRow: Equatable, Sendable {
     }
 
     private mutating func mergeColumns(_ change: FoldChange, _ incoming: ChangeVersion, creation: ChangeVersion?) {
+        let oldest = creation ?? ChangeVersion(clock: 0, site: Data())
+        cells.reserveCapacity(cells.count + change.columns.count)
         for (name, value) in change.columns {
             if let cell = cells[name] {
                 guard incoming > cell.version else { continue }
-            } else if incoming < (creation ?? ChangeVersion(clock: 0, site: Data())) {
+            } else if incoming < oldest {
                 continue
             }
             cells[name] = Cell(value: value, version: incoming)
