@@ -161,6 +161,24 @@ struct BadInputTests {
         #expect(try classic.fetchValue(Int.self, "PRAGMA synchronous") == 2)
     }
 
+    @Test func thePageCacheIs8MiBUnlessConfigured() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("cache.sqlite"))
+        #expect(try db.fetchValue(Int.self, "PRAGMA cache_size") == -8_192)
+
+        var configuration = Configuration()
+        configuration.pageCacheKiB = 512
+        let small = try Database(path: directory.path("small.sqlite"), configuration: configuration)
+        #expect(try small.fetchValue(Int.self, "PRAGMA cache_size") == -512)
+        // The metadatabase keeps its own floor of 16 MiB whatever main's.
+        try Metadatabase.attach(to: small)
+        #expect(try small.fetchValue(Int.self, "PRAGMA ostore_meta.cache_size") == -16_384)
+        // What the app's own preparation sets comes last and wins.
+        configuration.prepareDatabase = { db in try db.execute(sql: "PRAGMA cache_size = -1024") }
+        let prepared = try Database(path: directory.path("prepared.sqlite"), configuration: configuration)
+        #expect(try prepared.fetchValue(Int.self, "PRAGMA cache_size") == -1_024)
+    }
+
     @Test func busyTimeoutIsApplied() throws {
         var configuration = Configuration()
         configuration.busyTimeout = .milliseconds(1_250)

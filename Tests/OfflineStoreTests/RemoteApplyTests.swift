@@ -135,6 +135,27 @@ struct RemoteApplyTests {
         #expect(kept.map(\.change) == outcome.rejected.map(\.change))
     }
 
+    /// A pulled insert learns from the insert itself whether its row is present (`ON CONFLICT` on
+    /// the key `DO NOTHING`): a present row is merged, while an insert that meets another row's
+    /// value of a UNIQUE column is refused, not taken for a present row.
+    @Test func aPulledInsertOfAPresentRowMergesAndOneMeetingAnotherUniqueValueIsRefused() throws {
+        let bob = try Peer(directory, "bob.sqlite", plan: UniqueNamePlan.self)
+        try bob.db.execute("INSERT INTO tags (id, name) VALUES ('A', 'home')")
+        let site = Data(repeating: 7, count: 16)
+        let later = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0)
+        let present = RemoteChange(
+            table: "tags", primaryKey: ["id": .text("A")], operation: .insert,
+            columns: ["id": .text("A"), "name": .text("house")], clock: later, siteID: site)
+        var clash = present
+        clash.primaryKey = ["id": .text("B")]
+        clash.columns = ["id": .text("B"), "name": .text("house")]
+        let outcome = try bob.log.apply([present, clash], to: bob.db)
+        #expect(outcome.applied == 1)
+        #expect(outcome.rejected.map(\.index) == [1])
+        #expect(outcome.rejected.first?.reason.contains("UNIQUE") == true)
+        #expect(try bob.rows("SELECT id || '/' || name FROM tags ORDER BY id") == ["A/house"])
+    }
+
     /// A batch is applied without a savepoint per change; a change that fails after writing part
     /// of itself (here: its unknown column stashed, then its row refused for a missing NOT NULL
     /// column) must leave nothing behind, and the changes around it must still apply.
@@ -417,5 +438,23 @@ struct RemoteApplyTests {
         #expect(outcome.applied == 1_201)
         #expect(try bob.db.count("inserted") == 1_200)
         #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
+}
+
+/// One synced table with a UNIQUE column besides its key.
+private enum UniqueNamePlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [V1.self]
+    static let stages: [MigrationStage] = []
+
+    enum V1: VersionedSchema {
+        static let versionIdentifier: Schema.Version = "1.0.0"
+        static let models: [any Model.Type] = [Tag.self]
+    }
+
+    enum Tag: Model {
+        static let tableDefinition = TableDefinition("tags", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("name", .text).notNull().unique()
+        }
     }
 }

@@ -93,6 +93,8 @@ public final class Database {
             }
             try execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
         }
+        // Negative: KiB, not pages, whatever the page size.
+        try execute(sql: "PRAGMA cache_size = \(-max(1, configuration.pageCacheKiB))")
         do {
             try configuration.prepareDatabase?(self)
         } catch let error as DatabaseError {

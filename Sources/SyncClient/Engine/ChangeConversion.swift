@@ -4,12 +4,20 @@ import SyncProtocol
 import SyncStoreBridge
 
 extension Change {
-    /// A local change as pushed: its place in the queue becomes the per-site `seq`.
-    init(_ pending: PendingChange, site: SiteID) {
+    /// A local change as pushed: its place in the queue becomes the per-site `seq`. Built from the
+    /// values by position, each dictionary once.
+    init(_ entry: PendingEntry, site: SiteID) {
         self.init(
-            table: pending.table, key: pending.primaryKey.mapValues(WireValue.init),
-            op: Operation(rawValue: pending.operation.rawValue)!, columns: pending.columns.mapValues(WireValue.init),
-            clock: ChangeClock(packed: pending.clock.packed)!, site: site, seq: pending.sequence)
+            table: entry.table, key: Self.wireValues(entry.keyColumns, entry.keyValues),
+            op: Operation(rawValue: entry.operation.rawValue)!, columns: Self.wireValues(entry.columns, entry.values),
+            clock: ChangeClock(packed: entry.clock.packed)!, site: site, seq: entry.sequence)
+    }
+
+    /// Values by name (a table's column names are unique, so each is set once).
+    private static func wireValues(_ names: [String], _ values: [DatabaseValue]) -> [String: WireValue] {
+        var byName = [String: WireValue](minimumCapacity: names.count)
+        for (name, value) in zip(names, values) { byName[name] = WireValue(value) }
+        return byName
     }
 }
 

@@ -156,8 +156,8 @@ public final class SyncEngine {
         var readAfter: Int64?
         do throws(SyncError) {
             while true {
-                var next = try store { try log.pendingChanges(db, after: readAfter, limit: batchSize) }.map {
-                    Change($0, site: site)
+                var next = try store {
+                    try log.pendingChanges(db, after: readAfter, limit: batchSize) { Change($0, site: site) }
                 }
                 // Encoded before waiting for the batch in flight, so this work too is done while
                 // the server stores that one. A batch of wide rows is halved until the server's
