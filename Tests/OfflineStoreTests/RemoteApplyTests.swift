@@ -156,6 +156,30 @@ struct RemoteApplyTests {
         #expect(try bob.rows("SELECT id || '/' || name FROM tags ORDER BY id") == ["A/house"])
     }
 
+    /// With a trigger of the app's own on the table, a pulled insert of a present row is not
+    /// tried (its BEFORE INSERT trigger would run for an insert that then does nothing): the
+    /// row's presence is looked up first, and only the new row fires the trigger.
+    @Test func aPulledInsertOfAPresentRowDoesNotFireTheAppsInsertTrigger() throws {
+        let bob = try Peer(directory, "bob.sqlite", plan: UniqueNamePlan.self)
+        try bob.db.execute("INSERT INTO tags (id, name) VALUES ('A', 'home')")
+        try bob.db.execute("CREATE TEMP TABLE audit (id TEXT)")
+        try bob.db.execute(
+            "CREATE TEMP TRIGGER auditTagInserts BEFORE INSERT ON main.tags BEGIN INSERT INTO audit VALUES (NEW.id); END"
+        )
+        let site = Data(repeating: 7, count: 16)
+        let later = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0)
+        let present = RemoteChange(
+            table: "tags", primaryKey: ["id": .text("A")], operation: .insert,
+            columns: ["id": .text("A"), "name": .text("house")], clock: later, siteID: site)
+        var new = present
+        new.primaryKey = ["id": .text("C")]
+        new.columns = ["id": .text("C"), "name": .text("garden")]
+        let outcome = try bob.log.apply([present, new], to: bob.db)
+        #expect(outcome.applied == 2)
+        #expect(try bob.rows("SELECT id || '/' || name FROM tags ORDER BY id") == ["A/house", "C/garden"])
+        #expect(try bob.rows("SELECT id FROM audit") == ["C"])
+    }
+
     /// A batch is applied without a savepoint per change; a change that fails after writing part
     /// of itself (here: its unknown column stashed, then its row refused for a missing NOT NULL
     /// column) must leave nothing behind, and the changes around it must still apply.

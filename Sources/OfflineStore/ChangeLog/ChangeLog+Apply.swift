@@ -207,8 +207,11 @@ extension ChangeLog {
         let site = try lookups.siteNumber(change.siteID) { try siteNumber(change.siteID, db) }
         let incoming = Version(clock: change.clock, siteID: change.siteID)
         // An insert learns whether its row is present from the insert itself (below), so its
-        // state is the log's versions alone: one index lookup fewer per pulled row.
-        let row = try rowState(target, keyValues, tableID, loggedKey, existence: change.operation != .insert, db)
+        // state is the log's versions alone: one index lookup fewer per pulled row. Not when the
+        // app has triggers on the table: its BEFORE INSERT triggers would run for an insert that
+        // then does nothing.
+        let probesByInserting = try change.operation == .insert && !target.hasAppTriggers(db)
+        let row = try rowState(target, keyValues, tableID, loggedKey, existence: !probesByInserting, db)
         let created = row.versions[""]
         let deleted = row.versions["-"]
         // A row is deleted while its newest tombstone is newer than its newest creation.
@@ -243,7 +246,7 @@ extension ChangeLog {
             }
             // The insert itself tells whether the row was present; a present row is left as it
             // is, and merged below.
-            if change.operation == .insert {
+            if change.operation == .insert, row.exists != true {
                 for (position, value) in zip(target.keyPositions, keyValues) { known[position] = value }
                 if try target.write(.insert, known, keyValues: [], db) {
                     // A row back from waiting for its parent keeps its entry as it was (a local one
@@ -667,6 +670,7 @@ private final class AppliedTable {
     private var versions: Statement?
     private var writes: [Write: [[Int]: Statement]] = [:]
     private var lastWrite: (kind: Write, written: [Int], statement: Statement)?
+    private var appTriggers: Bool?
 
     init(_ definition: TableDefinition) {
         self.definition = definition
@@ -698,6 +702,26 @@ private final class AppliedTable {
     }
 
     func forgetNumber() { number = nil }
+
+    /// Whether the app has triggers of its own on this table (in `main` or TEMP; the store's
+    /// `ostore_` ones aside), looked up once per batch.
+    /// See <https://www.sqlite.org/schematab.html>.
+    func hasAppTriggers(_ db: Database) throws -> Bool {
+        if let appTriggers { return appTriggers }
+        let found =
+            try db.fetchValue(
+                Bool.self,
+                """
+                SELECT EXISTS (
+                    SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = \(definition.name) COLLATE NOCASE
+                        AND substr(name, 1, \(LogCoverage.unloggedTable.count + 1)) <> \(LogCoverage.unloggedTable + "_")
+                    UNION ALL
+                    SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name = \(definition.name) COLLATE NOCASE
+                        AND substr(name, 1, \(ChangeTracker.triggerPrefix.count)) <> \(ChangeTracker.triggerPrefix))
+                """) ?? true
+        appTriggers = found
+        return found
+    }
 
     /// Whether a row is present and every log entry of it (column name, clock, site id): the
     /// key's values bound first (`?1`…), then the table's number and the logged key. The first
