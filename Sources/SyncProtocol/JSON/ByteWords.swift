@@ -1,3 +1,5 @@
+import Foundation
+
 /// Eight bytes at a time, for the JSON reader and writer's inner loops: the word tests of
 /// <https://graphics.stanford.edu/~seander/bithacks.html> ("determine if a word has a zero byte",
 /// "has a byte less than n"), exact as a yes or no, and short copies and comparisons without a
@@ -28,37 +30,53 @@ enum ByteWords {
     @inline(__always)
     static func hasNonASCII(_ word: UInt64) -> Bool { word & highs != 0 }
 
-    /// Whether `count` bytes at `lhs` and at `rhs` are the same.
+    /// Whether `count` bytes at `lhs` and at `rhs` are the same. Up to 16 bytes with two loads
+    /// from each that may overlap (no loop, no call).
     @inline(__always)
     static func equal(_ lhs: UnsafePointer<UInt8>, _ rhs: UnsafePointer<UInt8>, count: Int) -> Bool {
-        var index = 0
-        while index + 8 <= count {
-            guard load(lhs + index) == load(rhs + index) else { return false }
-            index += 8
+        let left = UnsafeRawPointer(lhs)
+        let right = UnsafeRawPointer(rhs)
+        switch count {
+        case 0: return true
+        case 1...3:
+            return lhs[0] == rhs[0] && lhs[count >> 1] == rhs[count >> 1] && lhs[count - 1] == rhs[count - 1]
+        case 4...7:
+            return left.loadUnaligned(as: UInt32.self) == right.loadUnaligned(as: UInt32.self)
+                && left.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                    == right.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        case 8...16:
+            return left.loadUnaligned(as: UInt64.self) == right.loadUnaligned(as: UInt64.self)
+                && left.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == right.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        default:
+            return memcmp(lhs, rhs, count) == 0
         }
-        while index < count {
-            guard lhs[index] == rhs[index] else { return false }
-            index += 1
-        }
-        return true
     }
 
-    /// Copies `count` bytes from `source` to `target` (which do not overlap).
+    /// Copies `count` bytes from `source` to `target` (which do not overlap). Up to 16 bytes
+    /// with two loads and two stores that may overlap (no loop, no call).
     @inline(__always)
     static func copy(_ source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>, count: Int) {
-        guard count <= 32 else {
+        let from = UnsafeRawPointer(source)
+        let to = UnsafeMutableRawPointer(target)
+        switch count {
+        case 0: return
+        case 1...3:
+            target[0] = source[0]
+            target[count >> 1] = source[count >> 1]
+            target[count - 1] = source[count - 1]
+        case 4...7:
+            let head = from.loadUnaligned(as: UInt32.self)
+            let tail = from.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            to.storeBytes(of: head, as: UInt32.self)
+            to.storeBytes(of: tail, toByteOffset: count - 4, as: UInt32.self)
+        case 8...16:
+            let head = from.loadUnaligned(as: UInt64.self)
+            let tail = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            to.storeBytes(of: head, as: UInt64.self)
+            to.storeBytes(of: tail, toByteOffset: count - 8, as: UInt64.self)
+        default:
             target.update(from: source, count: count)
-            return
-        }
-        var index = 0
-        while index + 8 <= count {
-            UnsafeMutableRawPointer(target + index).storeBytes(
-                of: UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self), as: UInt64.self)
-            index += 8
-        }
-        while index < count {
-            target[index] = source[index]
-            index += 1
         }
     }
 }

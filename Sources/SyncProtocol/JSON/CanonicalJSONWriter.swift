@@ -70,8 +70,9 @@ public struct CanonicalJSONWriter: Sendable {
         count += source.count
     }
 
+    @inline(__always)
     private mutating func raw(_ text: StaticString) {
-        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        text.withUTF8Buffer { append($0) }
     }
 
     private mutating func string(_ text: String) {

@@ -214,6 +214,8 @@ package struct MessageReader {
     /// as Swift strings, as ``StrictJSON`` compares them, so canonically equivalent names count as
     /// repeated. `expected`: how many members to make room for.
     private mutating func values(expecting expected: Int = 1) -> [String: WireValue]? {
+        // Made for as many members as the last one had: growing a dictionary while it fills cost
+        // more than making it (and `reserveCapacity` more than either).
         var values = [String: WireValue](minimumCapacity: expected)
         let complete = object { reader, name in
             guard let value = reader.value() else { return false }
@@ -279,7 +281,9 @@ package struct MessageReader {
     @inline(__always)
     private func matches(_ name: Name, _ known: StaticString) -> Bool {
         name.count == known.utf8CodeUnitCount
-            && ByteWords.equal(bytes.baseAddress! + name.start, known.utf8Start, count: name.count)
+            && known.withUTF8Buffer {
+                ByteWords.equal(bytes.baseAddress! + name.start, $0.baseAddress!, count: name.count)
+            }
     }
 
     private func sameBytes(_ lhs: Name, _ rhs: Name) -> Bool {
@@ -509,24 +513,11 @@ package struct MessageReader {
     /// A plain integer literal (`0`, `-12`), no fraction or exponent, within Int64.
     private mutating func integer() -> Int64? {
         skipWhitespace()
-        let negative = take(UInt8(ascii: "-"))
         let start = offset
-        var magnitude: UInt64 = 0
-        while offset < bytes.count, (48...57).contains(bytes[offset]) {
-            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[offset] - 48))
-            guard !overflow1, !overflow2 else { return nil }
-            magnitude = sum
-            offset += 1
-        }
-        let count = offset - start
-        guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0"), !isNumberContinuation() else { return nil }
-        if negative {
-            // "-0" is left to the strict reader.
-            guard magnitude > 0, magnitude <= UInt64(Int64.max) + 1 else { return nil }
-            return Int64(truncatingIfNeeded: 0 &- magnitude)
-        }
-        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+        _ = take(UInt8(ascii: "-"))
+        _ = digits()
+        guard !isNumberContinuation() else { return nil }
+        return canonicalInteger(start..<offset)
     }
 
     /// An integer value's string (`"-12"`), as ``WireValue/parseInteger(_:)`` reads it, from the
@@ -537,13 +528,18 @@ package struct MessageReader {
             offset = start
             return string().flatMap(WireValue.parseInteger)
         }
-        var position = name.start
-        let end = name.start + name.count
-        let negative = position < end && bytes[position] == UInt8(ascii: "-")
+        return canonicalInteger(name.start..<name.start + name.count)
+    }
+
+    /// The bytes `range` as an integer when they are an optional minus sign and digits without a
+    /// leading zero, within Int64 (`-0` is left to the strict reader, which refuses it as a value).
+    private func canonicalInteger(_ range: Range<Int>) -> Int64? {
+        var position = range.lowerBound
+        let negative = position < range.upperBound && bytes[position] == UInt8(ascii: "-")
         if negative { position += 1 }
         let digitsStart = position
         var magnitude: UInt64 = 0
-        while position < end {
+        while position < range.upperBound {
             let digit = bytes[position] &- 48
             guard digit < 10 else { return nil }
             let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
@@ -552,7 +548,7 @@ package struct MessageReader {
             magnitude = sum
             position += 1
         }
-        let count = end - digitsStart
+        let count = range.upperBound - digitsStart
         guard count > 0, count == 1 || bytes[digitsStart] != UInt8(ascii: "0") else { return nil }
         if negative {
             guard magnitude > 0, magnitude <= UInt64(Int64.max) + 1 else { return nil }
