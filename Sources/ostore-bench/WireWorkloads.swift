@@ -14,31 +14,11 @@ struct WireWorkloads {
     /// Passes over the body per timed run, so one run lasts long enough to time.
     static let rounds = 10
 
-    struct Result: Encodable {
-        let workload: String
-        let changes: Int
-        let oursNanosecondsPerChange: Double
-        let referenceNanosecondsPerChange: Double
-        var ratio: Double { oursNanosecondsPerChange / referenceNanosecondsPerChange }
+    /// Changes each timed run reads or writes (`rounds` passes over the body).
+    var changesPerRun: Int { (options.rows ?? 5_000) * Self.rounds }
 
-        enum CodingKeys: String, CodingKey {
-            case workload, changes
-            case oursNanosecondsPerChange = "ours_ns_per_change"
-            case referenceNanosecondsPerChange = "reference_ns_per_change"
-            case ratio
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(workload, forKey: .workload)
-            try container.encode(changes, forKey: .changes)
-            try container.encode(oursNanosecondsPerChange.rounded(), forKey: .oursNanosecondsPerChange)
-            try container.encode(referenceNanosecondsPerChange.rounded(), forKey: .referenceNanosecondsPerChange)
-            try container.encode((ratio * 1000).rounded() / 1000, forKey: .ratio)
-        }
-    }
-
-    func run() throws -> [Result] {
+    /// Medians per timed run of ``changesPerRun`` changes; ``table(_:)`` shows them per change too.
+    func run() throws -> [BenchmarkResult] {
         let count = options.rows ?? 5_000
         let push = Self.push(count: count)
         let body = try Self.encodePush(push)
@@ -53,7 +33,7 @@ struct WireWorkloads {
             throw BenchmarkFailure(description: "the pull page does not read back to the page written")
         }
 
-        var results: [Result] = []
+        var results: [BenchmarkResult] = []
         func add(
             _ workload: String, ours: () throws -> Void, reference: @escaping (UnsafePointer<UInt8>, Int64) -> Int64,
             on bytes: Data
@@ -71,11 +51,9 @@ struct WireWorkloads {
                         }
                     }
                 })
-            let changes = Double(count * Self.rounds)
             results.append(
-                Result(
-                    workload: workload, changes: count, oursNanosecondsPerChange: times.ours * 1e6 / changes,
-                    referenceNanosecondsPerChange: times.reference * 1e6 / changes))
+                BenchmarkResult(
+                    workload: workload, oursMilliseconds: times.ours, referenceMilliseconds: times.reference))
         }
         try add(
             "encode push (client A)", ours: { try Self.encodePushRounds(push) }, reference: ref_json_copy_escaped,
@@ -151,23 +129,17 @@ struct WireWorkloads {
         }
     }
 
-    static func table(_ results: [Result]) -> String {
-        let width = max(8, results.map(\.workload.count).max() ?? 0)
-        func pad(_ text: String, _ count: Int) -> String { text.padding(toLength: count, withPad: " ", startingAt: 0) }
-        var lines = ["\(pad("workload", width))   ours (ns/change)   C (ns/change)   ours/C"]
+    /// ``BenchmarkResult/table(_:)`` (per timed run), then the same per change.
+    func table(_ results: [BenchmarkResult]) -> String {
+        var lines = [BenchmarkResult.table(results), "", "per change (\(changesPerRun) changes per run):"]
+        let perChange = 1e6 / Double(changesPerRun)
         for result in results {
             lines.append(
-                pad(result.workload, width)
+                "  \(result.workload): "
                     + String(
-                        format: " %18.0f %15.0f %8.2fx", result.oursNanosecondsPerChange,
-                        result.referenceNanosecondsPerChange, result.ratio))
+                        format: "%.0f ns, C %.0f ns", result.oursMilliseconds * perChange,
+                        result.referenceMilliseconds * perChange))
         }
         return lines.joined(separator: "\n")
-    }
-
-    static func json(_ results: [Result]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return (try? encoder.encode(results)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
     }
 }

@@ -205,8 +205,9 @@ do {
         let results = try ChangeLogWorkloads(options: options).run()
         print(options.json ? ChangeLogResult.json(results) : ChangeLogResult.table(results))
     case "wire":
-        let results = try WireWorkloads(options: options).run()
-        print(options.json ? WireWorkloads.json(results) : WireWorkloads.table(results))
+        let wire = WireWorkloads(options: options)
+        let results = try wire.run()
+        print(options.json ? BenchmarkResult.json(results) : wire.table(results))
     default:
         FileHandle.standardError.write(Data("ostore-bench: unknown group \(group)\n\(usage)\n".utf8))
         exit(2)
