@@ -25,10 +25,21 @@ int64_t ref_json_scan(const uint8_t *bytes, int64_t count) {
 
 int64_t ref_json_copy_escaped(const uint8_t *bytes, int64_t count) {
     static const char hex[] = "0123456789abcdef";
-    uint8_t *out = malloc((size_t)count * 6 + 1);
+    // Sized like a writer's buffer for text with few escapes, grown when escapes need more.
+    int64_t capacity = count + 64;
+    uint8_t *out = malloc((size_t)capacity);
     if (out == NULL) return -1;
     int64_t written = 0;
     for (int64_t i = 0; i < count; i++) {
+        if (written + 6 > capacity) {
+            capacity *= 2;
+            uint8_t *larger = realloc(out, (size_t)capacity);
+            if (larger == NULL) {
+                free(out);
+                return -1;
+            }
+            out = larger;
+        }
         uint8_t byte = bytes[i];
         if (byte < 0x20) {
             out[written++] = '\\';
