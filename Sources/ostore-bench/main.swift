@@ -5,7 +5,7 @@ import Foundation
 // Prints, per workload, the median time of ours and of what it is compared with, and their ratio.
 
 let usage = """
-    usage: ostore-bench database|migration|changelog [--rows N] [--runs N] [--only S] [--json]
+    usage: ostore-bench database|migration|changelog|wire [--rows N] [--runs N] [--only S] [--json]
            ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
            ostore-bench sync [--changes N] [--first-sync-rows N] [--seed-cache DIR] [--server-threads N]
@@ -17,6 +17,10 @@ let usage = """
       changelog  inserts, one-column updates and deletes with the change log tracking them, against the
                  same statements untracked in C; the metadatabase's size after the inserts; the time and
                  peak memory of reading 5 x --rows pending changes, in a child process
+      wire       the sync protocol's JSON on one push of --rows (default 5000) todos inserts: client A writing
+                 the push, the server reading it and writing each change's body and key for its log, client B
+                 reading it as a pull page; ns per change against one C pass over the same bytes (a tokenizing
+                 scan for reading, an escape-checking copy for writing)
       server     ostore-server processes (the one built next to ostore-bench: `swift build -c release`
                  first) on fresh storage per server and client count: a data directory (--backend sqlite),
                  or a database on a throwaway PostgreSQL cluster (--backend postgres; initdb and pg_ctl of
@@ -200,6 +204,10 @@ do {
     case "changelog":
         let results = try ChangeLogWorkloads(options: options).run()
         print(options.json ? ChangeLogResult.json(results) : ChangeLogResult.table(results))
+    case "wire":
+        let wire = WireWorkloads(options: options)
+        let results = try wire.run()
+        print(options.json ? BenchmarkResult.json(results) : wire.table(results))
     default:
         FileHandle.standardError.write(Data("ostore-bench: unknown group \(group)\n\(usage)\n".utf8))
         exit(2)

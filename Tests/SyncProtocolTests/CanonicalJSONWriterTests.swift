@@ -52,6 +52,56 @@ struct CanonicalJSONWriterTests {
         }
     }
 
+    /// Whole doubles below 2^53 are written as integers without formatting the double: up to
+    /// the bound and past it, each must be what the encoder writes.
+    @Test func wholeRealsAreWrittenAsTheEncoderWritesThem() throws {
+        var random = SplitMix64(seed: 0x2053)
+        var reals: [Double] = [
+            1, -1, 1e15, 1e15 - 1, 1e16, 9_007_199_254_740_991, 9_007_199_254_740_992, -9_007_199_254_740_991,
+        ]
+        reals += [9_007_199_254_740_994, 4_503_599_627_370_496, 4_503_599_627_370_495.5, 1_700_000_000, 0.5, -0.0, 0]
+        for _ in 0..<2_000 {
+            let whole = Double(Int64(bitPattern: random.next()) >> (random.next() % 64))
+            reals += [whole, whole + 0.5, whole.nextUp, whole.nextDown]
+        }
+        for real in reals where real.isFinite {
+            var writer = CanonicalJSONWriter()
+            try writer.write(WireValue.real(real))
+            #expect(writer.text == String(decoding: try ProtocolJSON.encode(WireValue.real(real)), as: UTF8.self))
+        }
+    }
+
+    /// Strings are scanned eight bytes at a time: a character to escape at every place of a long
+    /// string, and next to non-ASCII bytes, must be escaped as the encoder escapes it.
+    @Test func escapesAtEveryPlaceOfALongStringAreWrittenAsTheEncoderWritesThem() throws {
+        let plain = Array("abcdefghijklmnopqrstuvwxyzé€0123456789".unicodeScalars)
+        for special in ["\"", "\\", "\n", "\u{0}", "\u{1F}", "/", "\u{7F}"] {
+            for place in 0...plain.count {
+                var text = String(String.UnicodeScalarView(plain))
+                text.insert(contentsOf: special, at: text.unicodeScalars.index(text.startIndex, offsetBy: place))
+                var writer = CanonicalJSONWriter()
+                try writer.write(WireValue.text(text))
+                #expect(writer.text == String(decoding: try ProtocolJSON.encode(WireValue.text(text)), as: UTF8.self))
+            }
+        }
+    }
+
+    /// A writer's bytes are shared by its copies until one of them writes: the other keeps what
+    /// it had.
+    @Test func aCopyOfAWriterKeepsItsBytesWhenTheOtherWritesOn() throws {
+        var first = CanonicalJSONWriter(capacity: 16)
+        try first.write(WireValue.integer(1))
+        var second = first
+        try second.write(WireValue.text("second"))
+        try first.write(WireValue.null)
+        let copy = first
+        try first.write(WireValue.integer(2))
+        #expect(second.text == #"{"integer":"1"}{"text":"second"}"#)
+        #expect(first.text == #"{"integer":"1"}{"null":true}{"integer":"2"}"#)
+        #expect(copy.text == #"{"integer":"1"}{"null":true}"#)
+        #expect(first.data == Data(first.bytes))
+    }
+
     @Test func notANumberIsRefusedAsTheEncoderRefusesIt() {
         var writer = CanonicalJSONWriter()
         #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }

@@ -152,6 +152,71 @@ struct MessageReaderTests {
         #expect(readInOnePass > 300)
     }
 
+    /// The reader reuses what it made for the bytes before (names, tables, a long text, a site):
+    /// strings and sites that differ in one byte only, or in case only, must each be read as
+    /// written, in any order.
+    @Test func nearlyRepeatedStringsAndSitesAreEachReadAsWritten() throws {
+        var random = SplitMix64(seed: 0x5eed)
+        let site = SiteID(bytes: Data(repeating: 0xab, count: 16))!
+        let sites = [site, SiteID(bytes: Data(repeating: 0xab, count: 15) + Data([0xac]))!]
+        let long = "00000000-0000-4000-8000-000000000000"
+        let texts = [long, "10000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001", "short", ""]
+        let names = ["id", "ie", "title", "titlf", "updatedAt", "updatedAu", "done", "DONE"]
+        for _ in 0..<50 {
+            var changes: [Change] = []
+            for index in 0..<Int(1 + random.next() % 12) {
+                func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+                var columns: [String: WireValue] = [:]
+                for _ in 0..<random.next() % 5 { columns[pick(names)] = .text(pick(texts)) }
+                changes.append(
+                    Change(
+                        table: pick(["todos", "todot", "items"]), key: [pick(names): .text(pick(texts))],
+                        op: pick(Change.Operation.allCases), columns: columns,
+                        clock: ChangeClock(milliseconds: 1_764_000_000_000, counter: Int64(index))!, site: pick(sites),
+                        seq: Int64(index + 1)))
+            }
+            let push = PushRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes)
+            var body = String(decoding: try ProtocolJSON.encode(push), as: UTF8.self)
+            #expect(MessageReader.read(Data(body.utf8), limits: .standard) == push)
+            // A site in capitals is the same site; one digit off is another.
+            body = body.replacingOccurrences(
+                of: String(describing: sites[1]), with: String(describing: sites[1]).uppercased())
+            #expect(MessageReader.read(Data(body.utf8), limits: .standard) == push)
+            let page = PullResponse(changes: changes, cursor: "c", hasMore: false, phase: .log, remaining: 0)
+            #expect(MessageReader.readPullPage(try ProtocolJSON.encode(page)) == page)
+        }
+    }
+
+    /// Numbers of up to 15 digits without an exponent are read without `strtod`: each must be the
+    /// double `strtod` (Swift's `Double(_:)`) gives, bit for bit.
+    @Test func shortRealsAreTheDoublesStrtodGives() throws {
+        var random = SplitMix64(seed: 0xd0b1e)
+        var texts = ["0", "-0", "0.0", "-0.000", "1", "999999999999999", "-999999999999999", "0.000000000000001"]
+        texts += ["1700000000", "1700000123.5", "123456789.012345", "0.1", "0.3", "2.675", "9007199254740.99"]
+        for _ in 0..<20_000 {
+            let digits = 1 + Int(random.next() % 15)
+            var text = String(random.next() % 1_000_000_000_000_000).prefix(digits)
+            while text.count > 1, text.hasPrefix("0") { text.removeFirst() }
+            var number = String(text)
+            let point = Int(random.next() % UInt64(digits + 1))
+            if point > 0, point < number.count {
+                number.insert(".", at: number.index(number.startIndex, offsetBy: point))
+            } else if point == 0, random.next() % 2 == 0 {
+                number = "0." + number
+            }
+            if random.next() % 2 == 0 { number = "-" + number }
+            texts.append(number)
+        }
+        for text in texts {
+            let values = try #require(MessageReader.readValues(Data(#"{"r":{"real":\#(text)}}"#.utf8)), "\(text)")
+            guard case .real(let real) = values["r"] else {
+                Issue.record("\(text) read as \(String(describing: values["r"]))")
+                continue
+            }
+            #expect(real.bitPattern == Double(text)!.bitPattern, "\(text)")
+        }
+    }
+
     private func expectSameAnswer(
         _ body: Data, limits: Limits = .standard, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {

@@ -82,4 +82,18 @@ enum { REF_HTTP_SERVER_FAILED = -1, REF_HTTP_TRANSFER_FAILED = -2, REF_HTTP_NO_M
 int ref_http_transfer(int64_t count, const int64_t *request_sizes, const int64_t *response_sizes,
                       int64_t *out_nanoseconds);
 
+// The wire benchmark's reference (JSONScan.c): the least work that still looks at every byte of a
+// protocol message, so the ratio says how far decoding and encoding are from one pass over it.
+
+/// Tokenizes the JSON text `bytes[0..<count]` without building anything: finds every string's end
+/// (honouring backslash escapes) and counts the structural characters outside strings. Returns the
+/// number of strings plus structural characters (so the compiler cannot drop the pass), or -1 when
+/// a string is left open.
+int64_t ref_json_scan(const uint8_t *bytes, int64_t count);
+
+/// Copies the JSON text `bytes[0..<count]` into a fresh buffer byte by byte, testing each for a
+/// control character to escape (`\u00xx`) as a writer's string loop does, then frees it. Returns
+/// the bytes written plus one of them (so the copy is not dead).
+int64_t ref_json_copy_escaped(const uint8_t *bytes, int64_t count);
+
 #endif

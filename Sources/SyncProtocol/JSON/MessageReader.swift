@@ -19,6 +19,21 @@ package struct MessageReader {
     private let skipsUnknownMembers: Bool
     /// Deepest nesting ``skipValue(depth:)`` follows into a member this reader does not know.
     private static let maximumSkippedDepth = 32
+    /// Strings made for names (and tables) seen before in this body, found by their bytes: a page
+    /// repeats a handful of names thousands of times, and making a `String` of each was a fifth of
+    /// reading a change.
+    private var interned: [(name: Name, string: String)] = []
+    /// Most names a body repeats; names beyond are made each time.
+    private static let maximumInterned = 32
+    /// The last text value longer than a small string, reused when the next has the same bytes
+    /// (an insert carries its key's text twice: in `columns` and in `key`).
+    private var lastText: (name: Name, string: String)?
+    /// The last site read and where its digits are: every change of a push has the push's site.
+    private var lastSite: (position: Int, site: SiteID)?
+    /// How many members the last key and the last columns had: the next dictionary is made with
+    /// room for as many, so it is not regrown while it fills.
+    private var lastKeyCount = 1
+    private var lastColumnsCount = 4
 
     /// The push, or nil when the body is not one this reader vouches for.
     static func read(_ data: Data, limits: Limits) -> PushRequest? {
@@ -71,22 +86,20 @@ package struct MessageReader {
         var site: SiteID?
         var changes: [Change]?
         let complete = object { reader, name in
-            switch name {
-            case "protocolVersion" where protocolVersion == nil:
+            if reader.matches(name, "protocolVersion"), protocolVersion == nil {
                 protocolVersion = reader.integer().flatMap { Int(exactly: $0) }
                 return protocolVersion != nil
-            case "schemaVersion" where schemaVersion == nil:
+            } else if reader.matches(name, "schemaVersion"), schemaVersion == nil {
                 schemaVersion = reader.string().flatMap(SchemaVersion.init)
                 return schemaVersion != nil
-            case "site" where site == nil:
+            } else if reader.matches(name, "site"), site == nil {
                 site = reader.siteID()
                 return site != nil
-            case "changes" where changes == nil:
+            } else if reader.matches(name, "changes"), changes == nil {
                 changes = reader.changes()
                 return changes != nil
-            default:
-                return false
             }
+            return false
         }
         skipWhitespace()
         guard complete, offset == bytes.count, let protocolVersion, let schemaVersion, let site, let changes else {
@@ -102,25 +115,28 @@ package struct MessageReader {
         var phase: PullResponse.Phase?
         var remaining: Int64?
         let complete = object { reader, name in
-            switch name {
-            case "changes" where changes == nil:
+            if reader.matches(name, "changes") {
+                guard changes == nil else { return false }
                 changes = reader.changes()
                 return changes != nil
-            case "cursor" where cursor == nil:
+            } else if reader.matches(name, "cursor") {
+                guard cursor == nil else { return false }
                 cursor = reader.string()
                 return cursor != nil
-            case "hasMore" where hasMore == nil:
+            } else if reader.matches(name, "hasMore") {
+                guard hasMore == nil else { return false }
                 hasMore = reader.bool()
                 return hasMore != nil
-            case "phase" where phase == nil:
+            } else if reader.matches(name, "phase") {
+                guard phase == nil else { return false }
                 phase = reader.string().flatMap(PullResponse.Phase.init(rawValue:))
                 return phase != nil
-            case "remaining" where remaining == nil:
+            } else if reader.matches(name, "remaining") {
+                guard remaining == nil else { return false }
                 remaining = reader.integer()
                 return remaining != nil
-            default:
-                return reader.skipUnknownMember(name, known: ["changes", "cursor", "hasMore", "phase", "remaining"])
             }
+            return reader.skipUnknownMember()
         }
         skipWhitespace()
         guard complete, offset == bytes.count, let changes, let cursor, let hasMore, let phase, let remaining else {
@@ -152,32 +168,42 @@ package struct MessageReader {
         var clock: ChangeClock?
         var site: SiteID?
         var seq: Int64?
+        // Members by the first byte of their name (then the whole name): each name is compared
+        // with one or two known ones, never all seven.
         let complete = object { reader, name in
-            switch name {
-            case "table" where table == nil:
-                table = reader.string()
-                return table != nil
-            case "key" where key == nil:
-                key = reader.values()
-                return key != nil
-            case "op" where op == nil:
-                op = reader.string().flatMap(Change.Operation.init(rawValue:))
-                return op != nil
-            case "columns" where columns == nil:
-                columns = reader.values()
+            switch name.count > 0 ? reader.bytes[name.start] : 0 {
+            case UInt8(ascii: "c") where reader.matches(name, "columns"):
+                guard columns == nil else { return false }
+                columns = reader.values(expecting: reader.lastColumnsCount)
+                reader.lastColumnsCount = columns?.count ?? reader.lastColumnsCount
                 return columns != nil
-            case "clock" where clock == nil:
+            case UInt8(ascii: "c") where reader.matches(name, "clock"):
+                guard clock == nil else { return false }
                 clock = reader.clock()
                 return clock != nil
-            case "site" where site == nil:
-                site = reader.siteID()
-                return site != nil
-            case "seq" where seq == nil:
+            case UInt8(ascii: "k") where reader.matches(name, "key"):
+                guard key == nil else { return false }
+                key = reader.values(expecting: reader.lastKeyCount)
+                reader.lastKeyCount = key?.count ?? reader.lastKeyCount
+                return key != nil
+            case UInt8(ascii: "o") where reader.matches(name, "op"):
+                guard op == nil else { return false }
+                op = reader.operation()
+                return op != nil
+            case UInt8(ascii: "s") where reader.matches(name, "seq"):
+                guard seq == nil else { return false }
                 seq = reader.integer()
                 return seq != nil
+            case UInt8(ascii: "s") where reader.matches(name, "site"):
+                guard site == nil else { return false }
+                site = reader.siteID()
+                return site != nil
+            case UInt8(ascii: "t") where reader.matches(name, "table"):
+                guard table == nil else { return false }
+                table = reader.internedString()
+                return table != nil
             default:
-                return reader.skipUnknownMember(
-                    name, known: ["table", "key", "op", "columns", "clock", "site", "seq"])
+                return reader.skipUnknownMember()
             }
         }
         guard complete, let table, let key, let op, let clock, let site, let seq else { return nil }
@@ -186,13 +212,14 @@ package struct MessageReader {
 
     /// A key or the columns: names (plain, no escapes) to values, none repeated. Names are compared
     /// as Swift strings, as ``StrictJSON`` compares them, so canonically equivalent names count as
-    /// repeated.
-    private mutating func values() -> [String: WireValue]? {
-        var values: [String: WireValue] = [:]
+    /// repeated. `expected`: how many members to make room for.
+    private mutating func values(expecting expected: Int = 1) -> [String: WireValue]? {
+        // Made for as many members as the last one had: growing a dictionary while it fills cost
+        // more than making it (and `reserveCapacity` more than either).
+        var values = [String: WireValue](minimumCapacity: expected)
         let complete = object { reader, name in
-            guard values[name] == nil, let value = reader.value() else { return false }
-            values[name] = value
-            return true
+            guard let value = reader.value() else { return false }
+            return values.updateValue(value, forKey: reader.interned(name)) == nil
         }
         return complete ? values : nil
     }
@@ -202,23 +229,22 @@ package struct MessageReader {
         var value: WireValue?
         let complete = object { reader, tag in
             guard value == nil else { return false }
-            switch tag {
-            case "null":
+            if reader.matches(tag, "text") {
+                value = reader.text().map(WireValue.text)
+            } else if reader.matches(tag, "integer") {
+                value = reader.integerString().map(WireValue.integer)
+            } else if reader.matches(tag, "real") {
+                value = reader.real().map(WireValue.real)
+            } else if reader.matches(tag, "null") {
                 guard reader.literal("true") else { return false }
                 value = .null
-            case "integer":
-                value = reader.string().flatMap(WireValue.parseInteger).map(WireValue.integer)
-            case "real":
-                value = reader.real().map(WireValue.real)
-            case "text":
-                value = reader.string().map(WireValue.text)
-            case "blob":
+            } else if reader.matches(tag, "blob") {
                 // Only the text the bytes encode back to, as the strict reader demands.
                 guard let text = reader.string(), let data = Data(base64Encoded: text),
                     data.base64EncodedString() == text
                 else { return false }
                 value = .blob(data)
-            default:
+            } else {
                 return false
             }
             return value != nil
@@ -228,20 +254,134 @@ package struct MessageReader {
 
     /// `{ "name": value, … }`: `member` reads each value (the reader is at it) and returns false
     /// to give up. Returns whether the object was read to its closing brace.
-    private mutating func object(_ member: (inout MessageReader, String) -> Bool) -> Bool {
+    private mutating func object(_ member: (inout MessageReader, Name) -> Bool) -> Bool {
         skipWhitespace()
         guard take(UInt8(ascii: "{")) else { return false }
         skipWhitespace()
         if take(UInt8(ascii: "}")) { return true }
         while true {
             skipWhitespace()
-            guard let name = string(allowingEscapes: false) else { return false }
+            guard let name = plainString() else { return false }
             skipWhitespace()
             guard take(UInt8(ascii: ":")), member(&self, name) else { return false }
             skipWhitespace()
             if take(UInt8(ascii: "}")) { return true }
             guard take(UInt8(ascii: ",")) else { return false }
         }
+    }
+
+    /// Where a string without escapes lies in the body: `count` bytes from `start`, valid UTF-8.
+    private struct Name {
+        let start: Int
+        let count: Int
+    }
+
+    /// Whether the name's bytes are `known`'s (ASCII names only: no other string is canonically
+    /// equivalent to one of them, so this is what comparing them as Swift strings answers).
+    @inline(__always)
+    private func matches(_ name: Name, _ known: StaticString) -> Bool {
+        name.count == known.utf8CodeUnitCount
+            && known.withUTF8Buffer {
+                ByteWords.equal(bytes.baseAddress! + name.start, $0.baseAddress!, count: name.count)
+            }
+    }
+
+    private func sameBytes(_ lhs: Name, _ rhs: Name) -> Bool {
+        lhs.count == rhs.count
+            && ByteWords.equal(bytes.baseAddress! + lhs.start, bytes.baseAddress! + rhs.start, count: lhs.count)
+    }
+
+    private func makeString(_ name: Name) -> String {
+        String(decoding: UnsafeBufferPointer(start: bytes.baseAddress! + name.start, count: name.count), as: UTF8.self)
+    }
+
+    /// The string of `name`, made once per body for each distinct name.
+    private mutating func interned(_ name: Name) -> String {
+        for index in interned.indices where sameBytes(interned[index].name, name) {
+            return interned[index].string
+        }
+        let string = makeString(name)
+        if interned.count < Self.maximumInterned { interned.append((name, string)) }
+        return string
+    }
+
+    /// A string that repeats from change to change (a table's name): interned when it has no
+    /// escapes, else read by ``string(allowingEscapes:)``.
+    private mutating func internedString() -> String? {
+        let start = offset
+        if let name = plainString() { return interned(name) }
+        offset = start
+        return string()
+    }
+
+    /// A text value; the one before is reused when the bytes are the same.
+    private mutating func text() -> String? {
+        let start = offset
+        guard let name = plainString() else {
+            offset = start
+            return string()
+        }
+        if let lastText, sameBytes(lastText.name, name) { return lastText.string }
+        let string = makeString(name)
+        // Up to 15 bytes a string is held inline: nothing to share.
+        if name.count > 15 { lastText = (name, string) }
+        return string
+    }
+
+    /// An operation, matched on the bytes when written without escapes.
+    private mutating func operation() -> Change.Operation? {
+        let start = offset
+        guard let name = plainString() else {
+            offset = start
+            return string().flatMap(Change.Operation.init(rawValue:))
+        }
+        if matches(name, "insert") { return .insert }
+        if matches(name, "update") { return .update }
+        if matches(name, "delete") { return .delete }
+        return nil
+    }
+
+    /// A string without escapes (and no unescaped control character, valid UTF-8), as where it
+    /// lies; nil for anything else (the caller resets `offset` when it reads on).
+    private mutating func plainString() -> Name? {
+        skipWhitespace()
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let base = bytes.baseAddress!
+        let start = offset
+        var position = offset
+        // Eight bytes at a time up to the first byte that ends the string or has to be looked at.
+        var words: UInt64 = 0
+        while position + 8 <= bytes.count {
+            let word = ByteWords.load(base + position)
+            guard let special = ByteWords.firstQuoteBackslashOrControl(word) else {
+                words |= word
+                position += 8
+                continue
+            }
+            words |= word & ((1 << (8 * UInt64(special))) &- 1)
+            position += special
+            break
+        }
+        var union: UInt8 = ByteWords.hasNonASCII(words) ? 0x80 : 0
+        while position < bytes.count {
+            let byte = base[position]
+            if byte == UInt8(ascii: "\"") {
+                offset = position + 1
+                let name = Name(start: start, count: position - start)
+                // ASCII needs no validation (and most names and values are ASCII).
+                guard
+                    union < 0x80
+                        || String(
+                            validating: UnsafeBufferPointer(start: base + start, count: name.count), as: UTF8.self)
+                            != nil
+                else { return nil }
+                return name
+            }
+            guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+            union |= byte
+            position += 1
+        }
+        return nil
     }
 
     /// A string, its escapes undone as ``StrictJSON`` undoes them; nil for anything else, an
@@ -349,39 +489,76 @@ package struct MessageReader {
         guard take(UInt8(ascii: "\"")), offset + 33 <= bytes.count, bytes[offset + 32] == UInt8(ascii: "\"") else {
             return nil
         }
-        var site = [UInt8](repeating: 0, count: 16)
-        for index in 0..<16 {
-            guard let high = SiteID.nibble(bytes[offset + 2 * index]),
-                let low = SiteID.nibble(bytes[offset + 2 * index + 1])
-            else { return nil }
-            site[index] = high << 4 | low
+        if let lastSite, ByteWords.equal(bytes.baseAddress! + offset, bytes.baseAddress! + lastSite.position, count: 32)
+        {
+            offset += 33
+            return lastSite.site
         }
+        var site = Data(count: 16)
+        let parsed = site.withUnsafeMutableBytes { (site: UnsafeMutableRawBufferPointer) -> Bool in
+            for index in 0..<16 {
+                guard let high = SiteID.nibble(bytes[offset + 2 * index]),
+                    let low = SiteID.nibble(bytes[offset + 2 * index + 1])
+                else { return false }
+                site[index] = high << 4 | low
+            }
+            return true
+        }
+        guard parsed, let site = SiteID(bytes: site) else { return nil }
+        lastSite = (offset, site)
         offset += 33
-        return SiteID(bytes: Data(site))
+        return site
     }
 
     /// A plain integer literal (`0`, `-12`), no fraction or exponent, within Int64.
     private mutating func integer() -> Int64? {
         skipWhitespace()
-        let negative = take(UInt8(ascii: "-"))
         let start = offset
+        _ = take(UInt8(ascii: "-"))
+        _ = digits()
+        guard !isNumberContinuation() else { return nil }
+        return canonicalInteger(start..<offset)
+    }
+
+    /// An integer value's string (`"-12"`), as ``WireValue/parseInteger(_:)`` reads it, from the
+    /// bytes when they hold no escape.
+    private mutating func integerString() -> Int64? {
+        let start = offset
+        guard let name = plainString() else {
+            offset = start
+            return string().flatMap(WireValue.parseInteger)
+        }
+        return canonicalInteger(name.start..<name.start + name.count)
+    }
+
+    /// The bytes `range` as an integer when they are an optional minus sign and digits without a
+    /// leading zero, within Int64 (`-0` is left to the strict reader, which refuses it as a value).
+    private func canonicalInteger(_ range: Range<Int>) -> Int64? {
+        var position = range.lowerBound
+        let negative = position < range.upperBound && bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+        let digitsStart = position
         var magnitude: UInt64 = 0
-        while offset < bytes.count, (48...57).contains(bytes[offset]) {
+        while position < range.upperBound {
+            let digit = bytes[position] &- 48
+            guard digit < 10 else { return nil }
             let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[offset] - 48))
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
             guard !overflow1, !overflow2 else { return nil }
             magnitude = sum
-            offset += 1
+            position += 1
         }
-        let count = offset - start
-        guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0"), !isNumberContinuation() else { return nil }
+        let count = range.upperBound - digitsStart
+        guard count > 0, count == 1 || bytes[digitsStart] != UInt8(ascii: "0") else { return nil }
         if negative {
-            // "-0" is left to the strict reader.
             guard magnitude > 0, magnitude <= UInt64(Int64.max) + 1 else { return nil }
             return Int64(truncatingIfNeeded: 0 &- magnitude)
         }
         return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
+
+    /// Exact powers of ten as doubles (10^22 is the last one a double holds exactly).
+    private static let powersOfTen: [Double] = (0...22).map { pow(10, Double($0)) }
 
     /// A real: a JSON number that is a finite double, or the string `"Infinity"` or `"-Infinity"`.
     /// Foundation refuses a zero written with an exponent (`0e5`) or a literal that rounds to zero
@@ -396,16 +573,27 @@ package struct MessageReader {
             }
         }
         let start = offset
-        _ = take(UInt8(ascii: "-"))
+        let negative = take(UInt8(ascii: "-"))
         let integerStart = offset
         guard digits() > 0, offset - integerStart == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
+        var fractionDigits = 0
         if take(UInt8(ascii: ".")) {
-            guard digits() > 0 else { return nil }
+            fractionDigits = digits()
+            guard fractionDigits > 0 else { return nil }
         }
         let mantissaEnd = offset
         if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
             if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
             guard digits() > 0 else { return nil }
+        } else if mantissaEnd - integerStart - (fractionDigits > 0 ? 1 : 0) <= 15 {
+            // Up to 15 digits and no exponent: the digits are an exact double and so is the power of
+            // ten, and one division rounds correctly (Clinger's fast path), the double `strtod` gives.
+            var mantissa: UInt64 = 0
+            for byte in bytes[integerStart..<mantissaEnd] where byte != UInt8(ascii: ".") {
+                mantissa = mantissa * 10 + UInt64(byte - 48)
+            }
+            let magnitude = Double(mantissa) / Self.powersOfTen[fractionDigits]
+            return negative ? -magnitude : magnitude
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
         guard let real = Double(text), real.isFinite else { return nil }
@@ -436,10 +624,10 @@ package struct MessageReader {
         return nil
     }
 
-    /// A member this reader has no case for: a repeated known one gives up; an unknown one is
-    /// passed over when this reader reads as `JSONDecoder` does, and gives up otherwise.
-    private mutating func skipUnknownMember(_ name: String, known: Set<String>) -> Bool {
-        guard skipsUnknownMembers, !known.contains(name) else { return false }
+    /// A member this reader has no case for (a repeated known one gives up before): passed over
+    /// when this reader reads as `JSONDecoder` does, and gives up otherwise.
+    private mutating func skipUnknownMember() -> Bool {
+        guard skipsUnknownMembers else { return false }
         return skipValue(depth: 0)
     }
 
