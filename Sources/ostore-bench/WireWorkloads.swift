@@ -28,7 +28,7 @@ struct WireWorkloads {
         let page = PullResponse(changes: push.changes, cursor: "log:\(count)", hasMore: true, phase: .log, remaining: 0)
         var pageWriter = CanonicalJSONWriter(capacity: body.count + 256)
         try pageWriter.write(page)
-        let pageBody = Data(pageWriter.bytes)
+        let pageBody = pageWriter.data
         guard MessageReader.readPullPage(pageBody) == page else {
             throw BenchmarkFailure(description: "the pull page does not read back to the page written")
         }
@@ -89,7 +89,7 @@ struct WireWorkloads {
     static func encodePush(_ push: PushRequest) throws -> Data {
         var writer = CanonicalJSONWriter(capacity: 256 * push.changes.count + 256)
         try writer.write(push)
-        return Data(writer.bytes)
+        return writer.data
     }
 
     // One function per workload, never inlined, so callgrind can count just it:

@@ -102,6 +102,26 @@ struct CanonicalJSONWriterTests {
         #expect(first.data == Data(first.bytes))
     }
 
+    /// What a batch cuts its texts by (the server's `BatchJSON`): the count and the bytes in
+    /// place are those written so far, after growing past the first allocation too.
+    @Test func theCountAndTheBytesInPlaceAreWhatWasWritten() throws {
+        var writer = CanonicalJSONWriter(capacity: 16)
+        var ends: [Int] = []
+        for number in 0..<40 {
+            try writer.write(WireValue.text(String(repeating: "x", count: number)))
+            ends.append(writer.byteCount)
+        }
+        #expect(ends.last == writer.bytes.count)
+        #expect(writer.withUnsafeBytes { Array($0) } == writer.bytes)
+        let texts = writer.withUnsafeBytes { bytes in
+            zip([0] + ends.dropLast(), ends).map {
+                String(decoding: UnsafeBufferPointer(rebasing: bytes[$0..<$1]), as: UTF8.self)
+            }
+        }
+        #expect(texts.count == 40)
+        #expect(texts[3] == #"{"text":"xxx"}"#)
+    }
+
     @Test func notANumberIsRefusedAsTheEncoderRefusesIt() {
         var writer = CanonicalJSONWriter()
         #expect(throws: EncodingError.self) { try writer.write(WireValue.real(.nan)) }

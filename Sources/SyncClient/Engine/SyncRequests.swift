@@ -37,7 +37,7 @@ struct SyncRequests: Sendable {
         } catch {
             throw SyncError(.store, "cannot encode the push request: \(error)")
         }
-        return Data(writer.bytes)
+        return writer.data
     }
 
     /// The same with the body already encoded.

@@ -28,6 +28,14 @@ public struct CanonicalJSONWriter: Sendable {
     /// The bytes written so far.
     public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: allocation.pointer, count: count)) }
 
+    /// How many bytes are written so far (``bytes`` would copy them to count them).
+    public var byteCount: Int { count }
+
+    /// Calls `body` with the bytes written so far, in place: valid only inside `body`.
+    public func withUnsafeBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try body(UnsafeBufferPointer(start: allocation.pointer, count: count))
+    }
+
     /// The bytes written so far, copied once (``bytes`` then `Data(_:)` copies them twice).
     public var data: Data { Data(bytes: allocation.pointer, count: count) }
 

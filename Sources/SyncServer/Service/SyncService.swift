@@ -216,7 +216,7 @@ public final class SyncService: Sendable {
             PullResponse(
                 changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
-        return .json(Data(writer.bytes))
+        return .json(writer.data)
     }
 
     static func json(_ message: some Encodable) throws -> HTTPResponse {

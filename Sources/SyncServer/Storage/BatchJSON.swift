@@ -26,9 +26,9 @@ struct BatchJSON {
         keyEnds.reserveCapacity(changes.count)
         for index in changes.indices {
             try bodyWriter.write(changes[index])
-            bodyEnds.append(bodyWriter.bytes.count)
+            bodyEnds.append(bodyWriter.byteCount)
             try keyWriter.write(changes[index].key)
-            keyEnds.append(keyWriter.bytes.count)
+            keyEnds.append(keyWriter.byteCount)
         }
         bodies = Self.texts(of: bodyWriter, endingAt: bodyEnds)
         keys = Self.texts(of: keyWriter, endingAt: keyEnds)
@@ -36,7 +36,7 @@ struct BatchJSON {
 
     /// The writer's bytes cut at `ends` (each text's end offset, in order).
     private static func texts(of writer: CanonicalJSONWriter, endingAt ends: [Int]) -> [String] {
-        writer.bytes.withUnsafeBufferPointer { bytes in
+        writer.withUnsafeBytes { bytes in
             var start = 0
             return ends.map { end in
                 defer { start = end }
