@@ -135,21 +135,23 @@ struct RemoteApplyTests {
         #expect(kept.map(\.change) == outcome.rejected.map(\.change))
     }
 
+    /// An insert of a `tags` row from another site, a second newer than anything written here.
+    private static func laterTagInsert(_ id: String, _ name: String) -> RemoteChange {
+        RemoteChange(
+            table: "tags", primaryKey: ["id": .text(id)], operation: .insert,
+            columns: ["id": .text(id), "name": .text(name)],
+            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0),
+            siteID: Data(repeating: 7, count: 16))
+    }
+
     /// A pulled insert learns from the insert itself whether its row is present (`ON CONFLICT` on
     /// the key `DO NOTHING`): a present row is merged, while an insert that meets another row's
     /// value of a UNIQUE column is refused, not taken for a present row.
     @Test func aPulledInsertOfAPresentRowMergesAndOneMeetingAnotherUniqueValueIsRefused() throws {
         let bob = try Peer(directory, "bob.sqlite", plan: UniqueNamePlan.self)
         try bob.db.execute("INSERT INTO tags (id, name) VALUES ('A', 'home')")
-        let site = Data(repeating: 7, count: 16)
-        let later = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0)
-        let present = RemoteChange(
-            table: "tags", primaryKey: ["id": .text("A")], operation: .insert,
-            columns: ["id": .text("A"), "name": .text("house")], clock: later, siteID: site)
-        var clash = present
-        clash.primaryKey = ["id": .text("B")]
-        clash.columns = ["id": .text("B"), "name": .text("house")]
-        let outcome = try bob.log.apply([present, clash], to: bob.db)
+        let outcome = try bob.log.apply(
+            [Self.laterTagInsert("A", "house"), Self.laterTagInsert("B", "house")], to: bob.db)
         #expect(outcome.applied == 1)
         #expect(outcome.rejected.map(\.index) == [1])
         #expect(outcome.rejected.first?.reason.contains("UNIQUE") == true)
@@ -166,15 +168,8 @@ struct RemoteApplyTests {
         try bob.db.execute(
             "CREATE TEMP TRIGGER auditTagInserts BEFORE INSERT ON main.tags BEGIN INSERT INTO audit VALUES (NEW.id); END"
         )
-        let site = Data(repeating: 7, count: 16)
-        let later = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0)
-        let present = RemoteChange(
-            table: "tags", primaryKey: ["id": .text("A")], operation: .insert,
-            columns: ["id": .text("A"), "name": .text("house")], clock: later, siteID: site)
-        var new = present
-        new.primaryKey = ["id": .text("C")]
-        new.columns = ["id": .text("C"), "name": .text("garden")]
-        let outcome = try bob.log.apply([present, new], to: bob.db)
+        let outcome = try bob.log.apply(
+            [Self.laterTagInsert("A", "house"), Self.laterTagInsert("C", "garden")], to: bob.db)
         #expect(outcome.applied == 2)
         #expect(try bob.rows("SELECT id || '/' || name FROM tags ORDER BY id") == ["A/house", "C/garden"])
         #expect(try bob.rows("SELECT id FROM audit") == ["C"])

@@ -10,25 +10,25 @@ import Testing
 struct FoldWorkTests {
     private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
 
-    private func change(_ table: String, _ id: String, seq: Int64) -> FoldChange {
+    private func change(_ table: String, _ id: String, seq: Int64) throws -> FoldChange {
         let change = Change(
             table: table, key: ["id": .text(id)], op: .update, columns: ["title": .text("v\(seq)")],
             clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
-        return FoldChange(change, key: try! change.canonicalKeyJSON())
+        return FoldChange(change, key: try change.canonicalKeyJSON())
     }
 
     @Test func rowsComeInKeyByteOrderAndEachRowsChangesInSerialOrder() throws {
         var work = FoldWork()
         // Handed over out of serial order, as pushes committed in one group may hand over.
-        work.add(
+        try work.add(
             [change("notes", "b", seq: 4), change("Notes", "a", seq: 5), change("notes", "a", seq: 6)],
             firstSerial: 4, datasetID: 1)
-        work.add(
+        try work.add(
             [
                 change("notes", "a", seq: 1), change("notes", "ab", seq: 2), change("notes", "é", seq: 3),
                 change("notes", "B", seq: 7),
             ], firstSerial: 1, datasetID: 1)
-        work.add([change("notes", "a", seq: 8)], firstSerial: 1, datasetID: 0)
+        try work.add([change("notes", "a", seq: 8)], firstSerial: 1, datasetID: 0)
         var rows: [(datasetID: Int64, table: String, key: String, clocks: [Int64])] = []
         try work.forEachRow { datasetID, changes in
             rows.append(
@@ -51,8 +51,8 @@ struct FoldWorkTests {
             ])
     }
 
-    @Test func aRunAfterASerialKeepsOnlyWhatFollowsIt() {
-        let run = StateFolder.Run(
+    @Test func aRunAfterASerialKeepsOnlyWhatFollowsIt() throws {
+        let run = try StateFolder.Run(
             firstSerial: 10, changes: [change("notes", "a", seq: 1), change("notes", "b", seq: 2)])
         #expect(run.after(9)?.firstSerial == 10)
         #expect(run.after(9)?.changes.count == 2)
