@@ -51,6 +51,25 @@ struct FoldWorkTests {
             ])
     }
 
+    /// Keys are rows by their bytes, as the state's primary key compares them: two spellings of
+    /// "é" (composed, decomposed) with the same first eight bytes past the common prefix are two
+    /// rows, though Swift's `==` takes them for one string.
+    @Test func keysThatDifferOnlyInTheirUnicodeSpellingAreTwoRows() throws {
+        var work = FoldWork()
+        try work.add(
+            [
+                change("notes", "document-e\u{301}", seq: 1), change("notes", "document-\u{E9}", seq: 2),
+                change("notes", "x", seq: 3),
+            ], firstSerial: 1, datasetID: 1)
+        var rows: [[UInt8]] = []
+        try work.forEachRow { _, changes in
+            #expect(changes.count == 1)
+            rows.append(Array(changes[0].key.utf8))
+        }
+        #expect(rows.count == 3)
+        #expect(Set(rows).count == 3)
+    }
+
     @Test func aRunAfterASerialKeepsOnlyWhatFollowsIt() throws {
         let run = try StateFolder.Run(
             firstSerial: 10, changes: [change("notes", "a", seq: 1), change("notes", "b", seq: 2)])

@@ -36,6 +36,24 @@ struct MergedRowTests {
         #expect(try #require(allCreated.packedCells).count == packed.count - 6 * 25)
     }
 
+    /// Column names are told apart by their bytes, as SQLite tells them apart: "é" composed and
+    /// decomposed are two cells, though Swift's `==` takes them for one string.
+    @Test func namesThatDifferOnlyInTheirUnicodeSpellingAreTwoCells() throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)
+        var row = MergedRow(created: creation)
+        row.cells[decomposed] = MergedRow.Cell(value: .text("decomposed"), version: creation)
+        row.cells[composed] = MergedRow.Cell(value: .text("composed"), version: later)
+        row.cells["zeta"] = MergedRow.Cell(value: .integer(1), version: creation)
+        row.cells[decomposed] = MergedRow.Cell(value: .text("decomposed again"), version: later)
+        let names = row.cells.map { Array($0.name.utf8) }
+        #expect(names == [Array(decomposed.utf8), Array(composed.utf8), Array("zeta".utf8)])
+        #expect(row.cells.map { $0.cell.value } == [.text("decomposed again"), .text("composed"), .integer(1)])
+        let read = try MergedRow(created: creation, deleted: nil, packedCells: row.packedCells)
+        #expect(read == row)
+    }
+
     @Test func aRowKnownOnlyFromUpdatesKeepsEachCellsVersion() throws {
         var row = MergedRow()
         row.cells["title"] = MergedRow.Cell(value: .text("t"), version: later)

@@ -64,8 +64,12 @@ final class PendingTable {
         guard case .integer(let sequence) = try entries.value(at: 0) else { return nil }
         let keyValues = try LoggedKey.values(try entries.value(at: 3), columnCount: keyColumns.count)
         guard case .text(let columnName) = try entries.value(at: 4) else { return nil }
-        let packed: Int64
-        if case .integer(let integer) = try entries.value(at: 5) { packed = integer } else { packed = 0 }
+        guard case .integer(let packed) = try entries.value(at: 5) else {
+            // A clock of 0 would lose every comparison on other sites: refused, as a decode was.
+            throw ChangeLogError(
+                .metadatabase, table: definition.name, "the change log entry \(sequence) has no integer clock",
+                fix: "run `ostore check --db PATH` on the store; its metadatabase may be damaged")
+        }
         var entry = PendingEntry(
             sequence: sequence, table: definition.name, keyColumns: keyColumns, keyValues: keyValues,
             operation: .delete, columns: [], values: [], clock: HybridTimestamp(packed: packed) ?? .zero)

@@ -66,7 +66,9 @@ struct FoldWork {
             var next = first + 1
             while next < items.endIndex, items[next].datasetID == item.datasetID, items[next].table == item.table,
                 items[next].keyPrefix == item.keyPrefix,
-                sources[Int(items[next].source)][items[next].index].key == change.key
+                // Bytes, as the sort and the state's key compare them: `==` on strings would take
+                // two spellings of one character (composed, decomposed) for one row.
+                Self.compareBytes(sources[Int(items[next].source)][items[next].index].key, change.key) == 0
             {
                 row.append(sources[Int(items[next].source)][items[next].index])
                 next += 1
@@ -83,19 +85,21 @@ struct FoldWork {
     /// Numbers the tables by byte order of their names (a fold has a few tables, and a run of
     /// changes mostly one).
     private mutating func rankTables() {
-        var ordinals: [String: Int32] = [:]
+        // By the names' bytes, as the state's key compares them (not `String`'s equality).
+        var ordinals: [[UInt8]: Int32] = [:]
         var last: (table: String, ordinal: Int32)?
         for position in items.indices {
             let table = change(items[position]).table
-            if last?.table != table {
-                let ordinal = ordinals[table] ?? Int32(ordinals.count)
-                ordinals[table] = ordinal
+            if last.map({ Self.compareBytes($0.table, table) != 0 }) ?? true {
+                let bytes = Array(table.utf8)
+                let ordinal = ordinals[bytes] ?? Int32(ordinals.count)
+                ordinals[bytes] = ordinal
                 last = (table, ordinal)
             }
             items[position].table = last!.ordinal
         }
         var ranks = [Int32](repeating: 0, count: ordinals.count)
-        for (rank, (_, ordinal)) in ordinals.sorted(by: { MergedRow.Cells.precedes($0.key, $1.key) }).enumerated() {
+        for (rank, (_, ordinal)) in ordinals.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }).enumerated() {
             ranks[Int(ordinal)] = Int32(rank)
         }
         for position in items.indices { items[position].table = ranks[Int(items[position].table)] }

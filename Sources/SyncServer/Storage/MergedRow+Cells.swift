@@ -47,7 +47,7 @@ extension MergedRow {
         /// or written by an insert come in byte order, each after the last.
         private func position(of name: String) -> (index: Int, found: Bool) {
             guard let last = entries.last else { return (0, false) }
-            if last.name == name { return (entries.count - 1, true) }
+            if Self.same(last.name, name) { return (entries.count - 1, true) }
             if Self.precedes(last.name, name) { return (entries.count, false) }
             var low = 0
             var high = entries.count - 1
@@ -55,7 +55,13 @@ extension MergedRow {
                 let middle = (low + high) / 2
                 if Self.precedes(entries[middle].name, name) { low = middle + 1 } else { high = middle }
             }
-            return (low, entries[low].name == name)
+            return (low, Self.same(entries[low].name, name))
+        }
+
+        /// The same UTF-8 bytes: names are told apart as SQLite tells them apart, not by `String`'s
+        /// equality (which takes two spellings of one character, composed and decomposed, for one).
+        static func same(_ lhs: String, _ rhs: String) -> Bool {
+            lhs.utf8.elementsEqual(rhs.utf8)
         }
 
         /// Byte order of the UTF-8 names, as SQLite's BINARY collation sorted the cells of schema 1.2.
@@ -68,7 +74,7 @@ extension MergedRow {
         }
 
         static func == (lhs: Cells, rhs: Cells) -> Bool {
-            lhs.entries.elementsEqual(rhs.entries) { $0.name == $1.name && $0.cell == $1.cell }
+            lhs.entries.elementsEqual(rhs.entries) { same($0.name, $1.name) && $0.cell == $1.cell }
         }
     }
 }
