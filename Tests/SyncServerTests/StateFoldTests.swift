@@ -317,10 +317,10 @@ struct StateFoldTests {
         let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")), folds: false)
         try storage.createDataset(named: "family")
         #expect(try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family") == 8)
-        let inMemory = [
+        let inMemory = try [
             change(.update, "n1", ["title": .text("memory")], seq: 6), change(.delete, "n2", seq: 7),
             change(.insert, "n6", ["title": .text("memory6")], seq: 8),
-        ].map { FoldChange($0, key: try! $0.canonicalKeyJSON()) }
+        ].map { stored in try FoldChange(stored, key: stored.canonicalKeyJSON()) }
         let datasetID = try #require(
             try storage.pool.read { db in try db.fetchValue(Int64.self, "SELECT id FROM server_datasets") })
         var pending: StateFolder.Pending = [datasetID: [StateFolder.Run(firstSerial: 6, changes: inMemory[...])]]
