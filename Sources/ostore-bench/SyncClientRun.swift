@@ -24,8 +24,8 @@ struct SyncClientReport: Codable {
 /// each part and the process's own peak memory, which the server's memory (another process) and
 /// the benchmark's own (the parent) cannot inflate.
 enum SyncClientRun {
-    /// The hidden `ostore-bench` subcommand the child runs: `sync-client STORE SERVER-URL DATASET`,
-    /// the token in the environment so it is not in the process list.
+    /// The hidden `ostore-bench` subcommand the child runs: `sync-client STORE SERVER-URL DATASET
+    /// SCHEMA` (a ``FirstSyncSchema``), the token in the environment so it is not in the process list.
     static let subcommand = "sync-client"
     static let tokenVariable = "OSTORE_BENCH_TOKEN"
     /// A command the child runs under, words split on spaces (a profiler); its figures are then
@@ -33,27 +33,31 @@ enum SyncClientRun {
     static let wrapperVariable = "OSTORE_BENCH_CLIENT_WRAPPER"
 
     /// In the parent: runs one sync of the store at `path` with `server` in a child process.
-    static func measure(storeAt path: String, server: ServerProcess) throws -> SyncClientReport {
+    static func measure(storeAt path: String, server: ServerProcess, schema: FirstSyncSchema = .todos) throws
+        -> SyncClientReport
+    {
         var environment = ProcessInfo.processInfo.environment
         environment[tokenVariable] = server.token
         // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
         return try ChildProcessReport.run(
-            [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset], environment: environment,
+            [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset, schema.planName],
+            environment: environment,
             wrapper: environment[wrapperVariable], what: "the sync client")
     }
 
     /// In the child: opens the store, syncs it once, and prints the report as JSON on standard output.
     static func runInChild(_ arguments: [String]) throws {
-        guard arguments.count == 3, let server = URL(string: arguments[1]),
+        guard arguments.count == 4, let server = URL(string: arguments[1]),
             let token = ProcessInfo.processInfo.environment[tokenVariable]
         else {
             throw BenchmarkFailure(
-                description: "usage: ostore-bench \(subcommand) STORE SERVER-URL DATASET, token in \(tokenVariable)")
+                description:
+                    "usage: ostore-bench \(subcommand) STORE SERVER-URL DATASET SCHEMA, token in \(tokenVariable)")
         }
         let clock = ContinuousClock()
         let openStart = clock.now
         let db = try Database(path: arguments[0])
-        let log = try ChangeLog.open(db, migrator: try Migrator(plan: ChangeLogBenchPlan.self))
+        let log = try ChangeLog.open(db, migrator: try FirstSyncSchema.migrator(named: arguments[3]))
         let openDuration = clock.now - openStart
 
         let transport = MeteredTransport(try HTTPClient())

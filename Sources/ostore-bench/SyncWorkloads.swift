@@ -10,6 +10,8 @@ struct SyncBenchOptions {
     var changes = 100_000
     /// Rows of the dataset an empty client downloads on its first sync; 0 skips that workload.
     var firstSyncRows = 1_000_000
+    /// The first-sync dataset's schema: `todos` alone, or todos in lists (a foreign key).
+    var firstSyncSchema = FirstSyncSchema.todos
     /// `ostore-server serve --threads`.
     var serverThreads = 4
     /// An `ostore-server` executable other than the one beside `ostore-bench`.
@@ -28,7 +30,9 @@ struct SyncBenchOptions {
 ///    runs in a child process (``SyncClientRun``): its time, the part spent inside requests, and
 ///    its own peak memory.
 /// 2. A dataset of `firstSyncRows` rows, stored through the server's own storage before the server
-///    starts, is downloaded by a client with an empty store on its first sync.
+///    starts, is downloaded by a client with an empty store on its first sync. With
+///    `firstSyncSchema` `.lists` the rows are todos each in one of 1,000 lists (``ListsBenchPlan``,
+///    a foreign key), the lists first in the dataset, as a device that made them pushed them.
 ///
 /// The limit each is compared with, measured in the same run: C inserting the same rows into a
 /// file without a change log (`ref_insert_todos`, one prepared statement, one transaction), plus
@@ -148,7 +152,9 @@ struct SyncWorkloads {
         let seedStart = ContinuousClock.now
         let serverDirectory = directory.appendingPathComponent("server")
         if let cache = options.seedCache {
-            let kept = URL(fileURLWithPath: cache).appendingPathComponent("first-sync-\(todos.count)")
+            let name =
+                (options.firstSyncSchema == .todos ? "" : "\(options.firstSyncSchema.rawValue)-") + "\(todos.count)"
+            let kept = URL(fileURLWithPath: cache).appendingPathComponent("first-sync-\(name)")
             if !FileManager.default.fileExists(atPath: kept.path) {
                 let making = URL(fileURLWithPath: cache).appendingPathComponent("making-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: making, withIntermediateDirectories: true)
@@ -173,7 +179,7 @@ struct SyncWorkloads {
                     .utf8))
         let store = directory.appendingPathComponent("new.sqlite").path
         let startCPU = server.cpuSeconds()
-        let first = try SyncClientRun.measure(storeAt: store, server: server)
+        let first = try SyncClientRun.measure(storeAt: store, server: server, schema: options.firstSyncSchema)
         let endCPU = server.cpuSeconds()
         server.stop()
         guard first.pulled >= todos.count else {
@@ -183,12 +189,16 @@ struct SyncWorkloads {
         let reference = directory.appendingPathComponent("reference.sqlite").path
         let insertMilliseconds = try insertInC(todos, at: reference, tableSQL: try tableSQL(store))
         try verifySameRows(store, reference)
+        if options.firstSyncSchema == .lists { try verifyEveryTodoInItsList(store, todos: todos.count) }
         let transfer = try transferInC(first.exchanges)
         let met =
             first.syncMilliseconds < Self.firstSyncTargetMilliseconds && first.peakBytes < Self.firstSyncMemoryTarget
         return [
             SyncResult(
-                workload: "first sync into an empty client", changes: todos.count, ours: first.syncMilliseconds,
+                workload: options.firstSyncSchema == .todos
+                    ? "first sync into an empty client"
+                    : "first sync into an empty client (todos in \(ListsBenchPlan.listCount) lists, a foreign key)",
+                changes: todos.count, ours: first.syncMilliseconds,
                 referenceName: "HTTP + C insert", reference: transfer + insertMilliseconds,
                 serverCPUMilliseconds: (endCPU - startCPU) * 1000, clientCPUMilliseconds: first.cpuMilliseconds,
                 clientPeakBytes: first.peakBytes,
@@ -223,32 +233,52 @@ struct SyncWorkloads {
         // An hour ago, so no clock is ahead of the client's.
         let base = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
         let batch = Limits.standard.maxChangesPerPush
+        let inLists = options.firstSyncSchema == .lists
+        // The lists come first, as the device that made them pushed them before their todos.
+        let lists = inLists ? ListsBenchPlan.listCount : 0
+        let listIDs = (0..<lists).map { "00000000-0000-4000-9000-" + String(format: "%012d", $0) }
+        func clock(_ place: Int) -> ChangeClock {
+            ChangeClock(milliseconds: base + Int64(place >> 16), counter: Int64(place & 0xFFFF))!
+        }
+        for start in stride(from: 0, to: lists, by: batch) {
+            let changes = (start..<min(start + batch, lists)).map { index in
+                let id = WireValue.text(listIDs[index])
+                return Change(
+                    table: "lists", key: ["id": id], op: .insert, columns: ["id": id, "name": .text("List #\(index)")],
+                    clock: clock(index), site: site, seq: Int64(index + 1))
+            }
+            _ = try storage.storeBatch(
+                changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: ServerProcess.dataset)
+        }
         for start in stride(from: 0, to: todos.count, by: batch) {
             let changes = (start..<min(start + batch, todos.count)).map { index in
                 let id = WireValue.text(todos.ids[index])
+                var columns: [String: WireValue] = [
+                    "id": id, "title": .text(todos.titles[index]), "done": .integer(Int64(index % 2)),
+                    "updatedAt": .real(1.7e9 + Double(index)),
+                ]
+                if inLists { columns["listID"] = .text(listIDs[index % lists]) }
                 return Change(
-                    table: "todos", key: ["id": id], op: .insert,
-                    columns: [
-                        "id": id, "title": .text(todos.titles[index]), "done": .integer(Int64(index % 2)),
-                        "updatedAt": .real(1.7e9 + Double(index)),
-                    ],
-                    clock: ChangeClock(milliseconds: base + Int64(index >> 16), counter: Int64(index & 0xFFFF))!,
-                    site: site, seq: Int64(index + 1))
+                    table: "todos", key: ["id": id], op: .insert, columns: columns, clock: clock(lists + index),
+                    site: site, seq: Int64(lists + index + 1))
             }
             _ = try storage.storeBatch(
                 changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: ServerProcess.dataset)
         }
     }
 
-    /// `CREATE TABLE todos …` as the store's migrator wrote it.
+    /// `CREATE TABLE todos …` as the store's migrator wrote it, after `CREATE TABLE lists …` when
+    /// the store has that table (todos refer to it; the C reference inserts todos without a list).
     private func tableSQL(_ store: String) throws -> String {
         let db = try Database(path: store)
         defer { try? db.close() }
-        guard
-            let sql = try db.fetchValue(
-                String.self, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'todos'")
-        else { throw BenchmarkFailure(description: "\(store) has no todos table") }
-        return sql
+        let sql = try db.fetchAll(
+            String.self,
+            "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name IN ('lists', 'todos') ORDER BY name")
+        guard sql.count == 1 || sql.count == 2, let todos = sql.last, todos.contains("todos") else {
+            throw BenchmarkFailure(description: "\(store) has no todos table")
+        }
+        return sql.joined(separator: ";\n")
     }
 
     /// The C reference's rows: the same todos into a file without a change log. Returns milliseconds.
@@ -295,6 +325,19 @@ struct SyncWorkloads {
         guard ours == theirs else {
             throw BenchmarkFailure(
                 description: "\(path) holds \(ours.rows) todos that differ from the \(theirs.rows) of \(expected)")
+        }
+    }
+
+    /// The first-synced store of the lists schema holds every list, and every todo points at one.
+    private func verifyEveryTodoInItsList(_ path: String, todos: Int) throws {
+        let db = try Database(path: path)
+        defer { try? db.close() }
+        let lists = try db.fetchValue(Int.self, "SELECT count(*) FROM lists") ?? 0
+        let inLists =
+            try db.fetchValue(Int.self, "SELECT count(*) FROM todos JOIN lists ON lists.id = todos.listID") ?? 0
+        guard lists == ListsBenchPlan.listCount, inLists == todos else {
+            throw BenchmarkFailure(
+                description: "\(path) holds \(lists) lists and \(inLists) of \(todos) todos in one of them")
         }
     }
 

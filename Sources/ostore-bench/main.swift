@@ -8,8 +8,8 @@ let usage = """
     usage: ostore-bench database|migration|changelog|wire [--rows N] [--runs N] [--only S] [--json]
            ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
-           ostore-bench sync [--changes N] [--first-sync-rows N] [--seed-cache DIR] [--server-threads N]
-                             [--server PATH] [--json]
+           ostore-bench sync [--changes N] [--first-sync-rows N] [--first-sync-schema todos|lists]
+                             [--seed-cache DIR] [--server-threads N] [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -33,7 +33,9 @@ let usage = """
       sync       the sync engine against an ostore-server process (built next to ostore-bench): client A
                  commits --changes (default 100000) inserts offline and syncs (pushes them), client B syncs
                  (pulls and applies them), each sync in a child process; then a client with an empty store
-                 downloads a dataset of --first-sync-rows rows (default 1000000; 0 skips it). Each is compared
+                 downloads a dataset of --first-sync-rows rows (default 1000000; 0 skips it): todos, or with
+                 --first-sync-schema lists todos each in one of 1000 lists (listID REFERENCES lists(id), indexed,
+                 the lists first in the dataset: the apply's foreign key work at every page). Each is compared
                  with C inserting the same rows plus the same HTTP requests and body sizes over libcurl to a
                  libmicrohttpd server that only counts bytes; reports changes/s, the server's CPU time, the
                  client's CPU time and its peak memory (VmHWM); --json adds "changes", "changes_per_s",
@@ -99,6 +101,13 @@ if group == "sync" {
         switch (flag, number) {
         case ("--server", _): sync.server = value
         case ("--seed-cache", _): sync.seedCache = value
+        case ("--first-sync-schema", _):
+            guard let schema = FirstSyncSchema(rawValue: value) else {
+                FileHandle.standardError.write(
+                    Data("ostore-bench sync: --first-sync-schema is todos or lists, not \(value)\n".utf8))
+                exit(2)
+            }
+            sync.firstSyncSchema = schema
         case ("--changes", let number?) where number > 0: sync.changes = number
         case ("--first-sync-rows", let number?): sync.firstSyncRows = number
         case ("--server-threads", let number?) where number > 0: sync.serverThreads = number
