@@ -33,7 +33,8 @@ extension ChangeLog {
     /// - A change for a table or column this schema does not know, or an update of a row not
     ///   present yet, goes to the stash and is retried after every batch and every migration.
     /// - Foreign keys are resolved at commit by the sync rules, not by SQLite's actions (keys are
-    ///   off while a batch applies, and `foreign_key_check` proves the result). A child left
+    ///   off while a batch applies, and a search of the rows it touched proves the result; see
+    ///   ChangeLog+Orphans.swift for why that is enough). A child left
     ///   pointing at a parent that was deleted is deleted too, as `ON DELETE CASCADE` would have,
     ///   by a new local delete that every site then applies; a child whose parent never arrived
     ///   waits in the stash (with its own children, keeping its versions) until it does.
@@ -72,12 +73,12 @@ extension ChangeLog {
         // the triggers with it.
         let withoutTriggers = changes.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
         return try db.withoutRecordingChanges { db in
-            try withoutForeignKeyActions(db) { enforced in
+            try withoutForeignKeyActions(db) { foreignKeys in
                 try Self.wholeThenChangeByChange { savepointEach in
                     try db.transaction(.immediate) { db in
                         let apply = {
                             try applyInTransaction(
-                                changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
+                                changes, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                         }
                         return try withoutTriggers ? withoutTrackingTriggers(db, apply) : apply()
                     }
@@ -106,7 +107,7 @@ extension ChangeLog {
     /// The batch's work inside the caller's transaction, with the connection's foreign keys as
     /// ``withoutForeignKeyActions(_:_:)`` left them.
     private func applyInTransaction(
-        _ changes: [RemoteChange], _ db: Database, foreignKeysEnforced enforced: Bool, savepointEach: Bool
+        _ changes: [RemoteChange], _ db: Database, foreignKeys: ForeignKeyMode, savepointEach: Bool
     ) throws -> ApplyOutcome {
         // Merging reads the keyed log's versions, and writes it directly, which is safe only with
         // the journal empty (ChangeJournal): fold first, in this transaction.
@@ -132,30 +133,9 @@ extension ChangeLog {
                 outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
             }
         }
-        try resolveOrphans(db, outcome: &outcome)
-        if !enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
-            throw ChangeLogError(
-                .invalidChange, table: try violation.decode(String.self, at: 0),
-                "a row is left without its parent after applying a batch; nothing of the batch was applied")
-        }
+        try resolveOrphans(after: changes, foreignKeys: foreignKeys, db, outcome: &outcome)
         try recordRefused(outcome.rejected, db)
         return outcome
-    }
-
-    /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
-    /// pragma): their actions (`ON DELETE CASCADE`) would otherwise delete or change rows without
-    /// a trace in the log, e.g. the tags of a reminder taken out while it waits for its list, which
-    /// then never come back. ``resolveOrphans(_:outcome:)`` does their work by the sync rules, and
-    /// `foreign_key_check` proves none is left. Inside a caller's transaction the pragma cannot
-    /// change; keys stay as they are. See <https://www.sqlite.org/foreignkeys.html#fk_enable>.
-    private func withoutForeignKeyActions<Result>(_ db: Database, _ body: (_ enforced: Bool) throws -> Result)
-        throws -> Result
-    {
-        let wereOn = try db.fetchValue(Bool.self, "PRAGMA foreign_keys") ?? false
-        guard wereOn, !db.isInsideTransaction else { return try body(wereOn) }
-        try db.execute("PRAGMA foreign_keys = OFF")
-        defer { try? db.execute("PRAGMA foreign_keys = ON") }
-        return try body(false)
     }
 
     private func applyOne(_ change: RemoteChange, db: Database, lookups: ApplyLookups, outcome: inout ApplyOutcome)
@@ -322,7 +302,7 @@ extension ChangeLog {
         values.count == 1 ? values[0] : .text(values.map(\.sqlLiteral).joined(separator: ","))
     }
 
-    private func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> Version? {
+    func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> Version? {
         try db.cachedStatement(Self.versionSQL).withFirstRow(binding: [.integer(Int64(tableID)), key, .text(column)]) {
             row in
             guard let row else { return nil }
@@ -340,7 +320,7 @@ extension ChangeLog {
 
     /// The key's values in the order of `keyColumns`. The change names the same key columns as
     /// the table, compared as SQLite compares names (case-insensitively); usually exactly.
-    private static func keyValues(of change: RemoteChange, keyColumns: [String], table: String) throws
+    static func keyValues(of change: RemoteChange, keyColumns: [String], table: String) throws
         -> [DatabaseValue]
     {
         if change.primaryKey.count == keyColumns.count {
@@ -408,7 +388,7 @@ extension ChangeLog {
         try statement.runToCompletion(arguments: nil)
     }
 
-    private func recordVersion(
+    func recordVersion(
         _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
     ) throws {
         try Self.recordVersion(db.cachedStatement(Self.recordVersionSQL), tableID, key, column, clock, site)
@@ -486,71 +466,6 @@ extension ChangeLog {
         )
     }
 
-    /// Children left without their parent: deleted when the parent was deleted (the tombstone is
-    /// known), stashed until it arrives otherwise. Taking a row out orphans its own children, so
-    /// this goes round until a pass finds none.
-    private func resolveOrphans(_ db: Database, outcome: inout ApplyOutcome) throws {
-        while try resolveOrphansOnce(db, outcome: &outcome) {}
-    }
-
-    /// One pass over every foreign key; whether it found an orphan.
-    private func resolveOrphansOnce(_ db: Database, outcome: inout ApplyOutcome) throws -> Bool {
-        var found = false
-        for table in schema.tables where table.sync == .synced {
-            let foreignKeys = table.foreignKeys + table.columns.compactMap(\.reference)
-            let keyColumns = ChangeTracker.keyColumns(of: table)
-            for foreignKey in foreignKeys {
-                let child = quoteIdentifier(table.name)
-                let parent = quoteIdentifier(foreignKey.parentTable)
-                let notNull = foreignKey.columns.map { "c.\(quoteIdentifier($0)) IS NOT NULL" }.joined(
-                    separator: " AND ")
-                let match = zip(foreignKey.columns, foreignKey.parentColumns).map {
-                    "p.\(quoteIdentifier($1)) = c.\(quoteIdentifier($0))"
-                }.joined(separator: " AND ")
-                let orphans = try db.fetchAll(
-                    SQL(
-                        sql: "SELECT \(keyColumns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ")), "
-                            + "\(foreignKey.columns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ")) "
-                            + "FROM main.\(child) AS c WHERE \(notNull) AND NOT EXISTS "
-                            + "(SELECT 1 FROM main.\(parent) AS p WHERE \(match))"))
-                guard !orphans.isEmpty, let parentTable = schema.table(named: foreignKey.parentTable) else { continue }
-                found = true
-                let parentID = try trackedTableID(parentTable.name, db)
-                let childID = try trackedTableID(table.name, db)
-                for orphan in orphans {
-                    let childKey = try (0..<keyColumns.count).map { try orphan.decode(DatabaseValue.self, at: $0) }
-                    let parentKey = try (keyColumns.count..<orphan.count).map {
-                        try orphan.decode(DatabaseValue.self, at: $0)
-                    }
-                    let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", table.name, keyColumns, childKey, set: [:]))
-                    try db.execute(Self.rowSQL("DELETE FROM", table.name, keyColumns, childKey, set: [:]))
-                    if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
-                        // A new local delete, newer than anything this store has seen: dated by
-                        // the parent's deletion, it could be older than the child's creation and
-                        // lose on other sites, which keep the child (moved meanwhile to a live
-                        // parent) while this one has dropped it for good.
-                        try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
-                        outcome.applied += 1
-                    } else if let row {
-                        let values = try row.valuesByColumnName()
-                        let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
-                        try stash(
-                            RemoteChange(
-                                table: table.name,
-                                primaryKey: Dictionary(uniqueKeysWithValues: zip(keyColumns, childKey)),
-                                operation: .insert, columns: values, clock: created.clock,
-                                siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
-                            reason: "parent row in \(parentTable.name) not present yet", db)
-                        // The row's versions stay: it comes back as it was, and a change older
-                        // than one of its columns, arriving meanwhile, stays superseded.
-                        outcome.stashed += 1
-                    }
-                }
-            }
-        }
-        return found
-    }
-
     /// Applies what the stash holds that this schema (or the rows now present) can take; what still
     /// cannot be applied goes back to the stash. Run after every migration.
     public func applyStash(_ db: Database) throws -> ApplyOutcome {
@@ -562,7 +477,7 @@ extension ChangeLog {
         // The transaction opens inside the scope where foreign key actions are off (SQLite honours
         // that pragma only outside a transaction), so no cascade changes rows behind the log.
         return try db.withoutRecordingChanges { db in
-            try withoutForeignKeyActions(db) { enforced in
+            try withoutForeignKeyActions(db) { foreignKeys in
                 try Self.wholeThenChangeByChange { savepointEach in
                     try db.transaction(.immediate) { db in
                         let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
@@ -574,7 +489,7 @@ extension ChangeLog {
                         }
                         try db.execute("DELETE FROM ostore_meta.ostore_stash")
                         var outcome = try applyInTransaction(
-                            changes, db, foreignKeysEnforced: enforced, savepointEach: savepointEach)
+                            changes, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                         outcome.stashed = try stashCount(db)
                         return outcome
                     }

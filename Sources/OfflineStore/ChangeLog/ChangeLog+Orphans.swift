@@ -1,0 +1,440 @@
+import Foundation
+
+/// How the connection's foreign keys stand while a batch applies (``ChangeLog/withoutForeignKeyActions(_:_:)``).
+enum ForeignKeyMode {
+    /// The connection enforces keys and the batch runs inside the caller's transaction, where the
+    /// pragma cannot change: SQLite's deferred check at that transaction's `COMMIT` is the proof.
+    case enforced
+    /// The connection enforces keys; they are off for the batch (so no `ON DELETE` action changes
+    /// rows behind the log) and the apply proves the batch's rows itself.
+    case suspended
+    /// The connection does not enforce keys: nothing checked the app's own writes either.
+    case notEnforced
+}
+
+/// Orphans, the foreign keys' work done by the sync rules: a child left pointing at a parent that
+/// was deleted is deleted by a new local delete; a child whose parent never arrived waits in the
+/// stash, with its versions, until it does.
+///
+/// Why looking at the batch's rows is enough (the invariant is "no orphan at commit"):
+/// - Before the batch no orphan exists. With keys enforced on the connection (``ForeignKeyMode/enforced``,
+///   ``ForeignKeyMode/suspended``), every write the app committed on it was checked by SQLite,
+///   immediately or at its `COMMIT`; a migration runs `foreign_key_check` before its own `COMMIT`
+///   (``Migrator``); every earlier batch, and every retry of the stash (``ChangeLog/applyStash(_:)``,
+///   which applies through the same path), proved its own rows as below. Rows written with keys
+///   off (the `sqlite3` shell, an app that turned them off for a while) are outside what SQLite
+///   itself enforces and outside this proof; a connection that does not enforce keys at all
+///   (``ForeignKeyMode/notEnforced``) keeps the whole-database search and `foreign_key_check`.
+/// - The batch writes rows only through its changes: an insert or update of the change's own row
+///   (which may set its foreign key columns), a delete of the change's own row, and the deletes
+///   below. A row that was not an orphan becomes one only if its foreign key columns are written
+///   (it is among the written rows) or its parent goes: deleted (among the deleted rows), or, for
+///   a key that refers to other columns than the parent's key, those columns updated. A key's
+///   columns never change (the apply does not update them).
+/// So the search looks at (a) the rows the batch's inserts and updates name, in child tables,
+/// whose parent is missing, and (b) the children of the rows its deletes name and of the rows the
+/// search itself deletes (a deleted orphan orphans its own children), through the child's foreign
+/// key columns, a bound list of the deleted keys per statement (one index search per key, or one
+/// scan of the child table when it has no index on them). A key referring to other columns than
+/// the parent's key, or comparing them with a collation other than BINARY, is searched over the
+/// whole child table when its parent table had rows written or deleted (rare; exact). The
+/// batch's changes name a superset of the rows actually written (a superseded change wrote
+/// nothing), which costs a lookup, never a wrong answer: every search reads the rows as they are.
+///
+/// The proof (``ForeignKeyMode/suspended``), in place of a `foreign_key_check` of the whole
+/// database: the same search over the same rows, with SQLite's own definitions of every table's
+/// foreign keys (`pragma_foreign_key_list`, tables that do not sync included), must find nothing.
+/// See <https://www.sqlite.org/foreignkeys.html> and <https://www.sqlite.org/pragma.html#pragfunc>.
+extension ChangeLog {
+    /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
+    /// pragma): their actions (`ON DELETE CASCADE`) would otherwise delete or change rows without
+    /// a trace in the log, e.g. the tags of a reminder taken out while it waits for its list, which
+    /// then never come back. ``resolveOrphans(after:foreignKeys:_:outcome:)`` does their work by
+    /// the sync rules and proves none is left. Inside a caller's transaction the pragma cannot
+    /// change; keys stay as they are. See <https://www.sqlite.org/foreignkeys.html#fk_enable>.
+    func withoutForeignKeyActions<Result>(_ db: Database, _ body: (_ foreignKeys: ForeignKeyMode) throws -> Result)
+        throws -> Result
+    {
+        guard try db.fetchValue(Bool.self, "PRAGMA foreign_keys") == true else { return try body(.notEnforced) }
+        guard !db.isInsideTransaction else { return try body(.enforced) }
+        try db.execute("PRAGMA foreign_keys = OFF")
+        defer { try? db.execute("PRAGMA foreign_keys = ON") }
+        return try body(.suspended)
+    }
+
+    /// Resolves the orphans a batch of `changes` (already applied in this transaction) can have
+    /// left, and, with keys suspended, proves none is left (see the extension's documentation).
+    func resolveOrphans(
+        after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome
+    ) throws {
+        let links = OrphanLink.declared(in: schema)
+        guard foreignKeys != .notEnforced else {
+            // Nothing proved the app's own writes: every child table, whole, as SQLite would see it.
+            var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
+            while try search.pass(self, db, outcome: &outcome) {}
+            if let violation = try db.fetchOne("PRAGMA foreign_key_check") {
+                throw Self.orphanLeft(in: try violation.decode(String.self, at: 0))
+            }
+            return
+        }
+        let proofLinks = foreignKeys == .suspended ? try OrphanLink.live(db, schema: schema) : []
+        // Only tables on either side of a foreign key matter; a schema without one skips it all.
+        let tables = Set((links + proofLinks).flatMap { [$0.child.lowercased(), $0.parent.lowercased()] })
+        guard !tables.isEmpty else { return }
+        var search = OrphanSearch(
+            links: links, rows: TouchedRows(changes, schema: schema, tables: tables), whole: false)
+        while try search.pass(self, db, outcome: &outcome) {}
+        try search.rows.prove(proofLinks, db)
+    }
+
+    static func orphanLeft(in table: String) -> ChangeLogError {
+        ChangeLogError(
+            .invalidChange, table: table,
+            "a row is left without its parent after applying a batch; nothing of the batch was applied")
+    }
+
+    /// Takes an orphan out: deleted by a new local delete when its parent's deletion is known,
+    /// stashed with its values until the parent arrives otherwise.
+    fileprivate func resolve(
+        orphan childKey: [DatabaseValue], parentKey: [DatabaseValue], of link: OrphanLink, _ db: Database,
+        outcome: inout ApplyOutcome
+    ) throws {
+        let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", link.child, link.childKey, childKey, set: [:]))
+        try db.execute(Self.rowSQL("DELETE FROM", link.child, link.childKey, childKey, set: [:]))
+        let parentID = try trackedTableID(link.parent, db)
+        let childID = try trackedTableID(link.child, db)
+        // The parent's logged key has its key's order, which the foreign key's columns may not.
+        var parentKey = parentKey
+        if let places = link.parentKeyPlaces {
+            let values = parentKey
+            for (index, place) in places.enumerated() { parentKey[place] = values[index] }
+        }
+        if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
+            // A new local delete, newer than anything this store has seen: dated by the parent's
+            // deletion, it could be older than the child's creation and lose on other sites,
+            // which keep the child (moved meanwhile to a live parent) while this one has dropped
+            // it for good.
+            try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
+            outcome.applied += 1
+        } else if let row {
+            let values = try row.valuesByColumnName()
+            let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
+            try stash(
+                RemoteChange(
+                    table: link.child, primaryKey: Dictionary(uniqueKeysWithValues: zip(link.childKey, childKey)),
+                    operation: .insert, columns: values, clock: created.clock,
+                    siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
+                reason: "parent row in \(link.parent) not present yet", db)
+            // The row's versions stay: it comes back as it was, and a change older than one of
+            // its columns, arriving meanwhile, stays superseded.
+            outcome.stashed += 1
+        }
+    }
+}
+
+/// A foreign key as the orphan search reads it: child and parent tables by their declared names.
+struct OrphanLink {
+    var child: String
+    /// The child table's key columns (``ChangeTracker/keyColumns(of:)``); empty for a table that
+    /// does not sync (only the proof reads those, and needs no key).
+    var childKey: [String]
+    var columns: [String]
+    var parent: String
+    var parentColumns: [String]
+    /// For each parent column, its place in the parent's key; nil when the key refers to other
+    /// columns than exactly the parent's key, or compares one with a collation other than BINARY:
+    /// then the children of the parent's deleted or written rows are searched in the whole table.
+    var parentKeyPlaces: [Int]?
+
+    init(
+        child: String, childKey: [String], columns: [String], parent: String, parentColumns: [String],
+        _ schema: SchemaSnapshot
+    ) {
+        self.child = child
+        self.childKey = childKey
+        self.columns = columns
+        self.parent = schema.table(named: parent)?.name ?? parent
+        self.parentColumns = parentColumns
+        parentKeyPlaces = nil
+        guard let parentTable = schema.table(named: parent), parentTable.sync == .synced else { return }
+        let key = ChangeTracker.keyColumns(of: parentTable).map { $0.lowercased() }
+        let referred = parentColumns.isEmpty ? key : parentColumns.map { $0.lowercased() }
+        let places = referred.compactMap { key.firstIndex(of: $0) }
+        let binary = referred.allSatisfy { name in
+            let collation = parentTable.columns.first { $0.name.lowercased() == name }?.collation
+            return collation.map { $0.uppercased() == "BINARY" } ?? true
+        }
+        guard places.count == key.count, Set(places).count == key.count, binary else { return }
+        parentKeyPlaces = places
+        if parentColumns.isEmpty { self.parentColumns = ChangeTracker.keyColumns(of: parentTable) }
+    }
+
+    /// The foreign keys the schema declares on its synced tables, in the schema's order.
+    static func declared(in schema: SchemaSnapshot) -> [OrphanLink] {
+        schema.tables.filter { $0.sync == .synced }.flatMap { table in
+            let key = ChangeTracker.keyColumns(of: table)
+            return (table.foreignKeys + table.columns.compactMap(\.reference)).compactMap { foreignKey in
+                // A parent this schema does not declare cannot be told deleted from not arrived.
+                schema.table(named: foreignKey.parentTable) == nil
+                    ? nil
+                    : OrphanLink(
+                        child: table.name, childKey: key, columns: foreignKey.columns, parent: foreignKey.parentTable,
+                        parentColumns: foreignKey.parentColumns, schema)
+            }
+        }
+    }
+
+    /// Every foreign key of every table in `main`, as SQLite reads the live schema.
+    /// See <https://www.sqlite.org/pragma.html#pragma_foreign_key_list>.
+    static func live(_ db: Database, schema: SchemaSnapshot) throws -> [OrphanLink] {
+        let rows = try db.fetchAll(
+            """
+            SELECT m.name, f.id, f."table", f."from", f."to" FROM main.sqlite_schema AS m
+            JOIN pragma_foreign_key_list(m.name, 'main') AS f
+            WHERE m.type = 'table' ORDER BY m.name, f.id, f.seq
+            """)
+        var links: [OrphanLink] = []
+        var last: (table: String, id: Int)?
+        var parts: (parent: String, columns: [String], parentColumns: [String]) = ("", [], [])
+        func flush() throws {
+            guard let last else { return }
+            if parts.parentColumns.isEmpty {
+                // No parent columns named: the parent's primary key.
+                parts.parentColumns = try db.fetchAll(
+                    String.self, "SELECT name FROM pragma_table_info(\(parts.parent), 'main') WHERE pk > 0 ORDER BY pk")
+            }
+            let table = schema.table(named: last.table)
+            let key = table.flatMap { $0.sync == .synced ? ChangeTracker.keyColumns(of: $0) : nil } ?? []
+            links.append(
+                OrphanLink(
+                    child: table?.name ?? last.table, childKey: key, columns: parts.columns, parent: parts.parent,
+                    parentColumns: parts.parentColumns, schema))
+        }
+        for row in rows {
+            let table = try row.decode(String.self, at: 0)
+            let id = try row.decode(Int.self, at: 1)
+            if last.map({ $0.table != table || $0.id != id }) ?? true {
+                try flush()
+                last = (table, id)
+                parts = (try row.decode(String.self, at: 2), [], [])
+            }
+            parts.columns.append(try row.decode(String.self, at: 3))
+            if let to = try row.decode(String?.self, at: 4) { parts.parentColumns.append(to) }
+        }
+        try flush()
+        return links
+    }
+
+    private var childColumns: String { columns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ") }
+
+    /// `NOT EXISTS` the row's parent; the parent's columns on the left, so its collation and
+    /// affinity compare, as SQLite's own check does.
+    private var parentMissing: String {
+        let match = zip(columns, parentColumns).map { "p.\(quoteIdentifier($1)) = c.\(quoteIdentifier($0))" }
+        return
+            "NOT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(parent)) AS p WHERE \(match.joined(separator: " AND ")))"
+    }
+
+    private var allSet: String { columns.map { "c.\(quoteIdentifier($0)) IS NOT NULL" }.joined(separator: " AND ") }
+
+    /// The orphans (child key values, then foreign key values) among `rows`; with `first`, at most one.
+    func orphans(_ rows: Candidates, _ db: Database, first: Bool = false) throws -> [[DatabaseValue]] {
+        let selected =
+            first
+            ? "1"
+            : (childKey.map { "c.\(quoteIdentifier($0))" } + columns.map { "c.\(quoteIdentifier($0))" })
+                .joined(separator: ", ")
+        let child = "main.\(quoteIdentifier(child)) AS c"
+        let limit = first ? " LIMIT 1" : ""
+        var found: [[DatabaseValue]] = []
+        func run(_ sql: SQL) throws -> Bool {
+            let rows = try db.fetchAll(sql)
+            for row in rows { found.append(try (0..<row.count).map { try row.decode(DatabaseValue.self, at: $0) }) }
+            return first && !found.isEmpty
+        }
+        switch rows {
+        case .whole:
+            _ = try run(SQL(sql: "SELECT \(selected) FROM \(child) WHERE \(allSet) AND \(parentMissing)\(limit)"))
+        case .written(let keys):
+            // Each row by its key: one search of the child's key index per row.
+            let on = childKey.enumerated().map { "c.\(quoteIdentifier($1)) = k.column\($0 + 1)" }
+            for chunk in Self.chunks(keys, width: childKey.count) {
+                let sql = SQL(
+                    sql: "SELECT \(selected) FROM (\(Self.values(chunk.count, width: childKey.count))) AS k "
+                        + "CROSS JOIN \(child) ON \(on.joined(separator: " AND ")) WHERE \(allSet) AND \(parentMissing)"
+                        + limit, arguments: chunk.flatMap { $0 })
+                if try run(sql) { break }
+            }
+        case .childrenOf(let parentKeys):
+            // The deleted parents' keys as one bound list: SQLite searches the child's index on
+            // its foreign key columns for each, or scans the child once without one.
+            guard let places = parentKeyPlaces else { break }
+            let listed = columns.count == 1 ? "c.\(quoteIdentifier(columns[0]))" : "(\(childColumns))"
+            for chunk in Self.chunks(parentKeys.map { key in places.map { key[$0] } }, width: columns.count) {
+                let sql = SQL(
+                    sql: "SELECT \(selected) FROM \(child) WHERE \(listed) IN "
+                        + "(\(Self.values(chunk.count, width: columns.count))) AND \(parentMissing)\(limit)",
+                    arguments: chunk.flatMap { $0 })
+                if try run(sql) { break }
+            }
+        }
+        return found
+    }
+
+    /// Rows to search among.
+    enum Candidates {
+        case whole
+        /// Child rows by their key values.
+        case written([[DatabaseValue]])
+        /// The children of parent rows by the parent's key values (in its key's order).
+        case childrenOf([[DatabaseValue]])
+    }
+
+    /// At most 1,000 rows and 30,000 bound values per statement (SQLite's default limit is 32,766).
+    private static func chunks(_ rows: [[DatabaseValue]], width: Int) -> [ArraySlice<[DatabaseValue]>] {
+        let size = max(1, min(1_000, 30_000 / max(width, 1)))
+        return stride(from: 0, to: rows.count, by: size).map { rows[$0..<min($0 + size, rows.count)] }
+    }
+
+    /// `VALUES (?, ?), (?, ?), …`: `count` rows of `width` parameters.
+    private static func values(_ count: Int, width: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
+        return "VALUES " + Array(repeating: row, count: count).joined(separator: ", ")
+    }
+}
+
+/// The rows of synced tables a batch wrote (inserts, updates) and took out (deletes, and the
+/// orphans the search removed), by lowercased table name, keys in the table's key order; each
+/// list grows only, and holds a key once.
+struct TouchedRows {
+    private(set) var written: [String: [[DatabaseValue]]] = [:]
+    private(set) var deleted: [String: [[DatabaseValue]]] = [:]
+    private var seen: Set<[DatabaseValue]> = []
+    private var seenDeleted: [String: Set<[DatabaseValue]>] = [:]
+
+    init() {}
+
+    /// The rows the changes name in `tables` (lowercased names; see ``OrphanLink`` for why a
+    /// superset is enough). A change whose key does not fit its table wrote nothing (it was refused).
+    init(_ changes: [RemoteChange], schema: SchemaSnapshot, tables: Set<String>) {
+        var keyColumns: [String: (name: String, columns: [String]?)] = [:]
+        // A page's changes are mostly of one table, one after the other.
+        var last: (table: String, name: String, columns: [String]?)?
+        var seenWritten: [String: Set<[DatabaseValue]>] = [:]
+        for change in changes {
+            let name: String
+            let columns: [String]?
+            if let last, last.table == change.table {
+                (name, columns) = (last.name, last.columns)
+            } else if let known = keyColumns[change.table] {
+                (name, columns) = known
+            } else {
+                name = change.table.lowercased()
+                columns =
+                    tables.contains(name)
+                    ? schema.table(named: name).flatMap {
+                        $0.sync == .synced ? ChangeTracker.keyColumns(of: $0) : nil
+                    } : nil
+                keyColumns[change.table] = (name, columns)
+            }
+            last = (change.table, name, columns)
+            guard let columns,
+                let key = try? ChangeLog.keyValues(of: change, keyColumns: columns, table: change.table)
+            else { continue }
+            if change.operation == .delete {
+                noteDeleted(name, key)
+            } else if seenWritten[name, default: []].insert(key).inserted {
+                written[name, default: []].append(key)
+            }
+        }
+    }
+
+    mutating func noteDeleted(_ table: String, _ key: [DatabaseValue]) {
+        let name = table.lowercased()
+        if seenDeleted[name, default: []].insert(key).inserted { deleted[name, default: []].append(key) }
+    }
+
+    /// Whether `table` had rows written or deleted.
+    func touched(_ table: String) -> Bool {
+        let name = table.lowercased()
+        return written[name] != nil || deleted[name] != nil
+    }
+
+    /// No orphan among these rows by any of `links` (the live schema's); throws naming the child
+    /// table of the first found.
+    func prove(_ links: [OrphanLink], _ db: Database) throws {
+        for link in links {
+            var found = false
+            if !link.childKey.isEmpty, let keys = written[link.child.lowercased()] {
+                found = try !link.orphans(.written(keys), db, first: true).isEmpty
+            }
+            if !found, link.parentKeyPlaces != nil, let keys = deleted[link.parent.lowercased()] {
+                found = try !link.orphans(.childrenOf(keys), db, first: true).isEmpty
+            }
+            if !found, link.parentKeyPlaces == nil, touched(link.parent) {
+                found = try !link.orphans(.whole, db, first: true).isEmpty
+            }
+            if found { throw ChangeLog.orphanLeft(in: link.child) }
+        }
+    }
+}
+
+/// The search's passes: each link looks at the rows written to its child table and at the
+/// children of its parent table's deleted rows that it has not looked at yet, and takes out the
+/// orphans it finds (which adds them to the deleted rows). It goes round until a pass finds none,
+/// as a deleted orphan orphans its own children, in any table, in the same pass or the next.
+struct OrphanSearch {
+    let links: [OrphanLink]
+    private(set) var rows: TouchedRows
+    /// Searching every child table whole (a connection that does not enforce keys).
+    let whole: Bool
+    /// Per link, how many of its child's written rows and its parent's deleted rows it has seen.
+    private var seenWritten: [Int]
+    private var seenDeleted: [Int]
+    private var passes = 0
+
+    init(links: [OrphanLink], rows: TouchedRows, whole: Bool) {
+        self.links = links
+        self.rows = rows
+        self.whole = whole
+        seenWritten = Array(repeating: 0, count: links.count)
+        seenDeleted = Array(repeating: 0, count: links.count)
+    }
+
+    /// One pass over every link; whether it found an orphan.
+    mutating func pass(_ log: ChangeLog, _ db: Database, outcome: inout ApplyOutcome) throws -> Bool {
+        var found = false
+        for (index, link) in links.enumerated() {
+            var orphans: [[DatabaseValue]] = []
+            if whole {
+                orphans = try link.orphans(.whole, db)
+            } else {
+                let written = rows.written[link.child.lowercased()] ?? []
+                let deleted = rows.deleted[link.parent.lowercased()] ?? []
+                if seenWritten[index] < written.count {
+                    orphans += try link.orphans(.written(Array(written[seenWritten[index]...])), db)
+                }
+                if link.parentKeyPlaces == nil {
+                    // Rows written to the parent (its referred columns updated) count at the first pass.
+                    let parentWritten = passes == 0 && rows.written[link.parent.lowercased()] != nil
+                    if parentWritten || seenDeleted[index] < deleted.count { orphans += try link.orphans(.whole, db) }
+                } else if seenDeleted[index] < deleted.count {
+                    orphans += try link.orphans(.childrenOf(Array(deleted[seenDeleted[index]...])), db)
+                }
+                (seenWritten[index], seenDeleted[index]) = (written.count, deleted.count)
+            }
+            var taken: Set<[DatabaseValue]> = []
+            for orphan in orphans {
+                let childKey = Array(orphan[..<link.childKey.count])
+                guard taken.insert(childKey).inserted else { continue }
+                found = true
+                try log.resolve(
+                    orphan: childKey, parentKey: Array(orphan[link.childKey.count...]), of: link, db,
+                    outcome: &outcome)
+                rows.noteDeleted(link.child, childKey)
+            }
+        }
+        passes += 1
+        return found
+    }
+}

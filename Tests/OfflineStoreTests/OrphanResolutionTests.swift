@@ -1,0 +1,233 @@
+import Foundation
+import OfflineStore
+import Testing
+
+/// Shelves keyed by two columns, items on them (a composite foreign key), a tree of nodes (a key
+/// to its own table), and notes on items kept on this device only.
+private enum StorePlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [V1.self]
+    static let stages: [MigrationStage] = []
+
+    enum V1: VersionedSchema {
+        static let versionIdentifier: Schema.Version = "1.0.0"
+        static let models: [any Model.Type] = [Shelf.self, Item.self, Bin.self, Node.self, Note.self]
+    }
+
+    enum Shelf: Model {
+        static let tableDefinition = TableDefinition("shelves", options: [.strict]) {
+            Column("room", .text).notNull()
+            Column("number", .text).notNull()
+            Column("label", .text)
+            PrimaryKey("room", "number")
+        }
+    }
+
+    enum Item: Model {
+        static let tableDefinition = TableDefinition("items", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("room", .text)
+            Column("number", .text)
+            ForeignKey(["room", "number"], references: "shelves", ["room", "number"], onDelete: .cascade)
+            Index("items_shelf", on: "room", "number")
+        }
+    }
+
+    /// Its key names the shelf's columns in the other order than the shelf's key.
+    enum Bin: Model {
+        static let tableDefinition = TableDefinition("bins", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("number", .text)
+            Column("room", .text)
+            ForeignKey(["number", "room"], references: "shelves", ["number", "room"])
+        }
+    }
+
+    enum Node: Model {
+        static let tableDefinition = TableDefinition("nodes", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("parentID", .text).references("nodes", "id", onDelete: .cascade)
+        }
+    }
+
+    enum Note: Model {
+        static let tableDefinition = TableDefinition("notes", sync: .localOnly, options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("itemID", .text).notNull().references("items", "id")
+        }
+    }
+}
+
+/// Changes from another site, dated one after the other.
+private final class OtherSite {
+    let siteID = Data(repeating: 9, count: 16)
+    private var counter: Int64 = 0
+    private let milliseconds = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+
+    func change(
+        _ operation: PendingChange.Operation, _ table: String, _ key: [String: DatabaseValue],
+        _ columns: [String: DatabaseValue] = [:]
+    ) -> RemoteChange {
+        counter += 1
+        return RemoteChange(
+            table: table, primaryKey: key, operation: operation,
+            columns: operation == .insert ? key.merging(columns) { $1 } : columns,
+            clock: HybridTimestamp(milliseconds: milliseconds, counter: counter), siteID: siteID)
+    }
+}
+
+/// What a batch leaves without its parent: the search looks only at the rows the batch touched
+/// (ChangeLog+Orphans.swift), and must still find every orphan the whole-table search found.
+@Suite("Orphans a batch leaves")
+struct OrphanResolutionTests {
+    let directory: TemporaryDirectory
+    let db: Database
+    let log: ChangeLog
+    private let other = OtherSite()
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        db = try Database(path: directory.path("store.sqlite"))
+        log = try ChangeLog.open(db, migrator: try Migrator(plan: StorePlan.self))
+    }
+
+    private func ids(_ table: String) throws -> [String] {
+        try db.fetchAll(String.self, SQL(sql: "SELECT id FROM \(quoteIdentifier(table)) ORDER BY id"))
+    }
+
+    /// The local changes waiting to be pushed, as `table:operation`, sorted.
+    private func pending() throws -> [String] {
+        try log.pendingChanges(db, limit: 10_000).map { "\($0.table):\($0.operation.rawValue)" }.sorted()
+    }
+
+    private func noOrphan() throws -> Bool { try db.fetchAll("PRAGMA foreign_key_check").isEmpty }
+
+    @Test func aChildWhoseParentIsAbsentWaitsInTheStashAndComesBackWithIt() throws {
+        let node = other.change(.insert, "nodes", ["id": .text("B")], ["parentID": .text("A")])
+        let item = other.change(.insert, "items", ["id": .text("I")], ["room": .text("hall"), "number": .text("1")])
+        let outcome = try log.apply([node, item], to: db)
+        #expect(outcome.stashed == 2)
+        #expect(try ids("nodes").isEmpty && ids("items").isEmpty)
+        #expect(try log.stashedCount(db) == 2)
+
+        let parents = [
+            other.change(.insert, "nodes", ["id": .text("A")]),
+            other.change(.insert, "shelves", ["room": .text("hall"), "number": .text("1")]),
+        ]
+        #expect(try log.apply(parents, to: db).stashed == 0)
+        #expect(try ids("nodes") == ["A", "B"] && ids("items") == ["I"])
+        #expect(try pending().isEmpty && noOrphan())
+    }
+
+    @Test func aDeletedParentTakesItsChildrenAndGrandchildrenWithNewLocalDeletes() throws {
+        let tree = ["A": nil, "B": "A", "C": "B", "D": "C", "E": nil].map { id, parent in
+            other.change(.insert, "nodes", ["id": .text(id)], ["parentID": parent.map { .text($0) } ?? .null])
+        }
+        _ = try log.apply(tree.sorted { $0.clock < $1.clock }, to: db)
+        #expect(try ids("nodes") == ["A", "B", "C", "D", "E"])
+        let outcome = try log.apply([other.change(.delete, "nodes", ["id": .text("A")])], to: db)
+        #expect(outcome.applied == 4)  // the delete, and three new local deletes
+        #expect(try ids("nodes") == ["E"])
+        #expect(try pending() == ["nodes:delete", "nodes:delete", "nodes:delete"])
+        #expect(try log.stashedCount(db) == 0 && noOrphan())
+    }
+
+    @Test func aChildArrivingAfterItsParentsDeletionIsDeleted() throws {
+        let shelf = ["room": DatabaseValue.text("hall"), "number": .text("1")]
+        _ = try log.apply([other.change(.insert, "shelves", shelf)], to: db)
+        _ = try log.apply([other.change(.delete, "shelves", shelf)], to: db)
+        let late = other.change(.insert, "items", ["id": .text("I")], shelf)
+        let outcome = try log.apply([late], to: db)
+        #expect(outcome.stashed == 0)
+        #expect(try ids("items").isEmpty && log.stashedCount(db) == 0)
+        #expect(try pending() == ["items:delete"])
+    }
+
+    @Test func aCompositeKeysChildrenGoWithTheirShelfOnly() throws {
+        var batch = [
+            other.change(.insert, "shelves", ["room": .text("hall"), "number": .text("1")]),
+            other.change(.insert, "shelves", ["room": .text("hall"), "number": .text("2")]),
+        ]
+        for (id, number) in [("I1", "1"), ("I2", "2"), ("I3", "1")] {
+            batch.append(
+                other.change(.insert, "items", ["id": .text(id)], ["room": .text("hall"), "number": .text(number)]))
+        }
+        batch.append(other.change(.insert, "items", ["id": .text("I4")], ["room": .text("hall"), "number": .null]))
+        batch.append(other.change(.insert, "bins", ["id": .text("B1")], ["room": .text("hall"), "number": .text("1")]))
+        _ = try log.apply(batch, to: db)
+        #expect(try ids("items") == ["I1", "I2", "I3", "I4"] && ids("bins") == ["B1"])
+        _ = try log.apply([other.change(.delete, "shelves", ["number": .text("1"), "room": .text("hall")])], to: db)
+        // I4's key is not set (one column NULL): it refers to no shelf. The bin's key names the
+        // shelf's columns in another order; it goes too, not to the stash.
+        #expect(try ids("items") == ["I2", "I4"] && ids("bins").isEmpty)
+        #expect(try pending() == ["bins:delete", "items:delete", "items:delete"])
+        #expect(try log.stashedCount(db) == 0)
+        #expect(try noOrphan())
+    }
+
+    @Test func aChildMovedToAParentNotPresentWaitsForIt() throws {
+        _ = try log.apply(
+            [
+                other.change(.insert, "nodes", ["id": .text("A")]),
+                other.change(.insert, "nodes", ["id": .text("B")], ["parentID": .text("A")]),
+                other.change(.insert, "nodes", ["id": .text("C")], ["parentID": .text("B")]),
+            ], to: db)
+        let move = other.change(.update, "nodes", ["id": .text("B")], ["parentID": .text("Z")])
+        #expect(try log.apply([move], to: db).stashed == 2)  // B, and C with it
+        #expect(try ids("nodes") == ["A"])
+        _ = try log.apply([other.change(.insert, "nodes", ["id": .text("Z")])], to: db)
+        #expect(try ids("nodes") == ["A", "B", "C", "Z"])
+        #expect(try db.fetchValue(String.self, "SELECT parentID FROM nodes WHERE id = 'B'") == "Z")
+        #expect(try pending().isEmpty && log.stashedCount(db) == 0)
+    }
+
+    /// More deleted parents and written children than one statement binds (1,000 rows).
+    @Test func manyParentsDeletedAndManyChildrenWrittenInOneBatch() throws {
+        var batch: [RemoteChange] = []
+        for index in 0..<1_500 {
+            batch.append(other.change(.insert, "nodes", ["id": .text("P\(index)")]))
+            batch.append(other.change(.insert, "nodes", ["id": .text("C\(index)")], ["parentID": .text("P\(index)")]))
+        }
+        // Children of parents that never arrive, past the first statement's rows.
+        for index in 0..<1_100 {
+            batch.append(other.change(.insert, "nodes", ["id": .text("W\(index)")], ["parentID": .text("X\(index)")]))
+        }
+        #expect(try log.apply(batch, to: db).stashed == 1_100)
+        #expect(try db.count("nodes") == 3_000)
+        let deletes = (0..<1_500).map { other.change(.delete, "nodes", ["id": .text("P\($0)")]) }
+        _ = try log.apply(deletes, to: db)
+        #expect(try db.count("nodes") == 0)
+        // Every child went with a new local delete; the children waiting in the stash still wait.
+        #expect(try pending() == Array(repeating: "nodes:delete", count: 1_500))
+        #expect(try log.stashedCount(db) == 1_100)
+        #expect(try noOrphan())
+    }
+
+    /// The proof reads SQLite's own foreign keys: a note kept on this device refers to an item
+    /// another site deletes. The search (by the synced tables' rules) leaves the note; the proof
+    /// must refuse the batch rather than commit an orphan. Without the proof this batch commits.
+    @Test func aBatchLeavingAnOrphanInATableThatDoesNotSyncIsRefusedWhole() throws {
+        let item = other.change(.insert, "items", ["id": .text("I")])
+        _ = try log.apply([item], to: db)
+        try db.execute("INSERT INTO notes (id, itemID) VALUES ('N', 'I')")
+        let batch = [
+            other.change(.insert, "nodes", ["id": .text("A")]),
+            other.change(.delete, "items", ["id": .text("I")]),
+        ]
+        #expect(throws: ChangeLogError.self) { try log.apply(batch, to: db) }
+        #expect(try ids("items") == ["I"] && ids("nodes").isEmpty)
+        #expect(try noOrphan())
+    }
+
+    /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
+    /// child table is searched whole, as before (the app's orphan node waits in the stash).
+    @Test func withKeysOffTheWholeTablesAreSearched() throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let keysOff = try Database(path: directory.path("keys-off.sqlite"), configuration: configuration)
+        let keysOffLog = try ChangeLog.open(keysOff, migrator: try Migrator(plan: StorePlan.self))
+        try keysOff.execute("INSERT INTO nodes (id, parentID) VALUES ('Mine', 'Nowhere')")
+        let outcome = try keysOffLog.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: keysOff)
+        #expect(outcome.stashed == 1)
+        #expect(try keysOff.fetchAll(String.self, "SELECT id FROM nodes") == ["A"])
+    }
+}
