@@ -23,15 +23,14 @@ enum ListsBenchPlan: MigrationPlan {
         }
     }
 
+    /// The change-log bench's todo, with its list.
     enum Todo: Model {
-        static let tableDefinition = TableDefinition("todos", options: [.strict]) {
-            Column("id", .text).primaryKey()
-            Column("title", .text).notNull()
-            Column("done", .integer).notNull().defaults(0)
-            Column("updatedAt", .real).notNull()
-            Column("listID", .text).references("lists", "id", onDelete: .cascade)
-            Index("todos_listID", on: "listID")
-        }
+        static let tableDefinition = {
+            var todos = ChangeLogBenchPlan.Todo.tableDefinition
+            todos.columns.append(Column("listID", .text).references("lists", "id", onDelete: .cascade))
+            todos.indexes.append(Index("todos_listID", on: "listID"))
+            return todos
+        }()
     }
 }
 

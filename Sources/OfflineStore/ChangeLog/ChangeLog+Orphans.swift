@@ -25,14 +25,17 @@ enum ForeignKeyMode {
 ///   off (the `sqlite3` shell, an app that turned them off for a while) are outside what SQLite
 ///   itself enforces and outside this proof; a connection that does not enforce keys at all
 ///   (``ForeignKeyMode/notEnforced``) keeps the whole-database search and `foreign_key_check`.
-/// - The batch writes rows only through its changes: an insert or update of the change's own row
+/// - The batch writes rows only through its changes (unless the app has triggers of its own, which
+///   may write any row: then every child table is searched whole, and checked by
+///   `foreign_key_check`, as before): an insert or update of the change's own row
 ///   (which may set its foreign key columns), a delete of the change's own row, and the deletes
 ///   below. A row that was not an orphan becomes one only if its foreign key columns are written
 ///   (it is among the written rows) or its parent goes: deleted (among the deleted rows), or, for
 ///   a key that refers to other columns than the parent's key, those columns updated. A key's
 ///   columns never change (the apply does not update them).
 /// So the search looks at (a) the rows the batch's inserts and updates name, in child tables,
-/// whose parent is missing, and (b) the children of the rows its deletes name and of the rows the
+/// whose parent is missing (for a one-column key of a STRICT table, only the rows whose change set
+/// a value no parent has, see ``OrphanLink/suspects(among:_:)``), and (b) the children of the rows its deletes name and of the rows the
 /// search itself deletes (a deleted orphan orphans its own children), through the child's foreign
 /// key columns, a bound list of the deleted keys per statement (one index search per key, or one
 /// scan of the child table when it has no index on them). A key referring to other columns than
@@ -42,8 +45,11 @@ enum ForeignKeyMode {
 /// nothing), which costs a lookup, never a wrong answer: every search reads the rows as they are.
 ///
 /// The proof (``ForeignKeyMode/suspended``), in place of a `foreign_key_check` of the whole
-/// database: the same search over the same rows, with SQLite's own definitions of every table's
-/// foreign keys (`pragma_foreign_key_list`, tables that do not sync included), must find nothing.
+/// database: SQLite's own definitions of every table's foreign keys (`pragma_foreign_key_list`,
+/// tables that do not sync included) are read; for those the schema declares, the search's last
+/// pass finding nothing is the proof (see ``ChangeLog/resolveOrphans(after:foreignKeys:_:outcome:)``);
+/// for any other (a table that does not sync, a key the declaration lacks) the same search over
+/// the same rows must find nothing.
 /// See <https://www.sqlite.org/foreignkeys.html> and <https://www.sqlite.org/pragma.html#pragfunc>.
 extension ChangeLog {
     /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
@@ -68,11 +74,12 @@ extension ChangeLog {
         after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome
     ) throws {
         let links = OrphanLink.declared(in: schema)
-        guard foreignKeys != .notEnforced else {
-            // Nothing proved the app's own writes: every child table, whole, as SQLite would see it.
+        // Nothing proved the app's own writes, or an app's trigger may have written rows no change
+        // names: every child table, whole, as SQLite would see it.
+        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(db) else {
             var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
             while try search.pass(self, db, outcome: &outcome) {}
-            if let violation = try db.fetchOne("PRAGMA foreign_key_check") {
+            if foreignKeys != .enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
                 throw Self.orphanLeft(in: try violation.decode(String.self, at: 0))
             }
             return
@@ -84,7 +91,26 @@ extension ChangeLog {
         var search = OrphanSearch(
             links: links, rows: TouchedRows(changes, schema: schema, tables: tables), whole: false)
         while try search.pass(self, db, outcome: &outcome) {}
-        try search.rows.prove(proofLinks, db)
+        // The search proved its own keys: its last pass found no orphan among the rows it had
+        // not looked at, and a row it looked at before can only have become one through a
+        // deletion since, which it looked at too. The rest are proved here.
+        try search.rows.prove(proofLinks.filter { live in !links.contains { $0.isSameKey(as: live) } }, db)
+    }
+
+    /// Whether the app has triggers of its own (in `main` or TEMP; the store's `ostore_` ones
+    /// aside): they fire while a batch applies, and may write any row.
+    /// See <https://www.sqlite.org/schematab.html>.
+    private static func hasAppTriggers(_ db: Database) throws -> Bool {
+        try db.fetchValue(
+            Bool.self,
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger'
+                    AND substr(name, 1, \(LogCoverage.unloggedTable.count + 1)) <> \(LogCoverage.unloggedTable + "_")
+                UNION ALL
+                SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger'
+                    AND substr(name, 1, \(ChangeTracker.triggerPrefix.count)) <> \(ChangeTracker.triggerPrefix))
+            """) ?? true
     }
 
     static func orphanLeft(in table: String) -> ChangeLogError {
@@ -145,12 +171,15 @@ struct OrphanLink {
     /// columns than exactly the parent's key, or compares one with a collation other than BINARY:
     /// then the children of the parent's deleted or written rows are searched in the whole table.
     var parentKeyPlaces: [Int]?
+    /// Whether the child table is STRICT (see ``suspects(among:_:)``).
+    var childIsStrict = false
 
     init(
         child: String, childKey: [String], columns: [String], parent: String, parentColumns: [String],
         _ schema: SchemaSnapshot
     ) {
         self.child = child
+        childIsStrict = schema.table(named: child)?.options.contains(.strict) ?? false
         self.childKey = childKey
         self.columns = columns
         self.parent = schema.table(named: parent)?.name ?? parent
@@ -225,6 +254,13 @@ struct OrphanLink {
         return links
     }
 
+    /// Whether both are the same foreign key (names compared as SQLite compares them).
+    func isSameKey(as other: OrphanLink) -> Bool {
+        func lowered(_ names: [String]) -> [String] { names.map { $0.lowercased() } }
+        return child.lowercased() == other.child.lowercased() && parent.lowercased() == other.parent.lowercased()
+            && lowered(columns) == lowered(other.columns) && lowered(parentColumns) == lowered(other.parentColumns)
+    }
+
     private var childColumns: String { columns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ") }
 
     /// `NOT EXISTS` the row's parent; the parent's columns on the left, so its collation and
@@ -248,8 +284,7 @@ struct OrphanLink {
         let limit = first ? " LIMIT 1" : ""
         var found: [[DatabaseValue]] = []
         func run(_ sql: SQL) throws -> Bool {
-            let rows = try db.fetchAll(sql)
-            for row in rows { found.append(try (0..<row.count).map { try row.decode(DatabaseValue.self, at: $0) }) }
+            found += try Self.rows(sql, db)
             return first && !found.isEmpty
         }
         switch rows {
@@ -281,6 +316,38 @@ struct OrphanLink {
         return found
     }
 
+    /// The written rows that can be orphans by this key, whose rows are then read. For a key of
+    /// one column in a STRICT table (which stores a value as the change carries it), the value a
+    /// row ends with is one a change of the batch set it to, or the one it had before the batch
+    /// (whose parent was present then, and is searched for if deleted since): so only the rows
+    /// whose change set a value whose parent is missing, and the inserts that set none (a default),
+    /// are suspects, and the parents are looked up once per distinct value instead of reading
+    /// every row. Otherwise every written row is (last-writer-wins per column can leave a
+    /// composite key with a pair of values no single change carried).
+    func suspects(among rows: ArraySlice<WrittenRow>, _ db: Database) throws -> [[DatabaseValue]] {
+        guard columns.count == 1, childIsStrict else { return rows.map(\.key) }
+        var byValue: [DatabaseValue: [[DatabaseValue]]] = [:]
+        var suspects: [[DatabaseValue]] = []
+        for row in rows {
+            if let value = row.value(of: columns[0]) {
+                if value != .null { byValue[value, default: []].append(row.key) }
+            } else if row.change.operation == .insert {
+                suspects.append(row.key)
+            }
+        }
+        guard !byValue.isEmpty else { return suspects }
+        let match = "p.\(quoteIdentifier(parentColumns[0])) = k.column1"
+        for chunk in Self.chunks(byValue.keys.map { [$0] }, width: 1) {
+            let missing = try Self.rows(
+                SQL(
+                    sql: "SELECT k.column1 FROM (\(Self.values(chunk.count, width: 1))) AS k WHERE NOT EXISTS "
+                        + "(SELECT 1 FROM main.\(quoteIdentifier(parent)) AS p WHERE \(match))",
+                    arguments: chunk.flatMap { $0 }), db)
+            for value in missing { suspects += byValue[value[0]] ?? [] }
+        }
+        return suspects
+    }
+
     /// Rows to search among.
     enum Candidates {
         case whole
@@ -288,6 +355,17 @@ struct OrphanLink {
         case written([[DatabaseValue]])
         /// The children of parent rows by the parent's key values (in its key's order).
         case childrenOf([[DatabaseValue]])
+    }
+
+    /// The rows of a query, their values in order. Not kept in the connection's statement cache:
+    /// the texts vary with the number of rows bound, and a cached statement of each size would
+    /// stay for the connection's life.
+    private static func rows(_ sql: SQL, _ db: Database) throws -> [[DatabaseValue]] {
+        let statement = try db.makeStatement(sql.text)
+        try statement.bind(StatementArguments(sql.arguments))
+        return try RowCursor(statement: statement, arguments: sql.arguments).toArray().map { row in
+            try (0..<row.count).map { try row.decode(DatabaseValue.self, at: $0) }
+        }
     }
 
     /// At most 1,000 rows and 30,000 bound values per statement (SQLite's default limit is 32,766).
@@ -303,14 +381,25 @@ struct OrphanLink {
     }
 }
 
+/// A row a change of the batch wrote (or may have: the change may have lost to a newer one).
+struct WrittenRow {
+    /// The row's key, in its table's key order.
+    var key: [DatabaseValue]
+    var change: RemoteChange
+
+    /// The value the change carries for `column` (named as SQLite compares names), nil when it
+    /// carries none.
+    func value(of column: String) -> DatabaseValue? {
+        change.columns[column] ?? change.columns.first { $0.key.lowercased() == column.lowercased() }?.value
+    }
+}
+
 /// The rows of synced tables a batch wrote (inserts, updates) and took out (deletes, and the
-/// orphans the search removed), by lowercased table name, keys in the table's key order; each
-/// list grows only, and holds a key once.
+/// orphans the search removed), by lowercased table name, keys in the table's key order. Each
+/// list grows only; a key listed twice costs a second lookup, not a wrong answer.
 struct TouchedRows {
-    private(set) var written: [String: [[DatabaseValue]]] = [:]
+    private(set) var written: [String: [WrittenRow]] = [:]
     private(set) var deleted: [String: [[DatabaseValue]]] = [:]
-    private var seen: Set<[DatabaseValue]> = []
-    private var seenDeleted: [String: Set<[DatabaseValue]>] = [:]
 
     init() {}
 
@@ -318,40 +407,44 @@ struct TouchedRows {
     /// superset is enough). A change whose key does not fit its table wrote nothing (it was refused).
     init(_ changes: [RemoteChange], schema: SchemaSnapshot, tables: Set<String>) {
         var keyColumns: [String: (name: String, columns: [String]?)] = [:]
-        // A page's changes are mostly of one table, one after the other.
-        var last: (table: String, name: String, columns: [String]?)?
-        var seenWritten: [String: Set<[DatabaseValue]>] = [:]
+        // A page's changes are mostly of one table, one after the other: a run of them is
+        // collected apart and added to the table's lists when the table changes.
+        var run: (table: String, name: String, columns: [String]?, written: [WrittenRow], deleted: [[DatabaseValue]])?
+        func endRun() {
+            guard let run else { return }
+            if !run.written.isEmpty { written[run.name, default: []] += run.written }
+            if !run.deleted.isEmpty { deleted[run.name, default: []] += run.deleted }
+        }
         for change in changes {
-            let name: String
-            let columns: [String]?
-            if let last, last.table == change.table {
-                (name, columns) = (last.name, last.columns)
-            } else if let known = keyColumns[change.table] {
-                (name, columns) = known
-            } else {
-                name = change.table.lowercased()
-                columns =
-                    tables.contains(name)
-                    ? schema.table(named: name).flatMap {
-                        $0.sync == .synced ? ChangeTracker.keyColumns(of: $0) : nil
-                    } : nil
-                keyColumns[change.table] = (name, columns)
+            if run?.table != change.table {
+                endRun()
+                let known =
+                    keyColumns[change.table]
+                    ?? {
+                        let name = change.table.lowercased()
+                        let table = tables.contains(name) ? schema.table(named: name) : nil
+                        let known = (
+                            name, table.flatMap { $0.sync == .synced ? ChangeTracker.keyColumns(of: $0) : nil }
+                        )
+                        keyColumns[change.table] = known
+                        return known
+                    }()
+                run = (change.table, known.name, known.columns, [], [])
             }
-            last = (change.table, name, columns)
-            guard let columns,
+            guard let columns = run?.columns,
                 let key = try? ChangeLog.keyValues(of: change, keyColumns: columns, table: change.table)
             else { continue }
             if change.operation == .delete {
-                noteDeleted(name, key)
-            } else if seenWritten[name, default: []].insert(key).inserted {
-                written[name, default: []].append(key)
+                run?.deleted.append(key)
+            } else {
+                run?.written.append(WrittenRow(key: key, change: change))
             }
         }
+        endRun()
     }
 
     mutating func noteDeleted(_ table: String, _ key: [DatabaseValue]) {
-        let name = table.lowercased()
-        if seenDeleted[name, default: []].insert(key).inserted { deleted[name, default: []].append(key) }
+        deleted[table.lowercased(), default: []].append(key)
     }
 
     /// Whether `table` had rows written or deleted.
@@ -365,8 +458,8 @@ struct TouchedRows {
     func prove(_ links: [OrphanLink], _ db: Database) throws {
         for link in links {
             var found = false
-            if !link.childKey.isEmpty, let keys = written[link.child.lowercased()] {
-                found = try !link.orphans(.written(keys), db, first: true).isEmpty
+            if !link.childKey.isEmpty, let rows = written[link.child.lowercased()] {
+                found = try !link.orphans(.written(rows.map(\.key)), db, first: true).isEmpty
             }
             if !found, link.parentKeyPlaces != nil, let keys = deleted[link.parent.lowercased()] {
                 found = try !link.orphans(.childrenOf(keys), db, first: true).isEmpty
@@ -412,7 +505,8 @@ struct OrphanSearch {
                 let written = rows.written[link.child.lowercased()] ?? []
                 let deleted = rows.deleted[link.parent.lowercased()] ?? []
                 if seenWritten[index] < written.count {
-                    orphans += try link.orphans(.written(Array(written[seenWritten[index]...])), db)
+                    let suspects = try link.suspects(among: written[seenWritten[index]...], db)
+                    if !suspects.isEmpty { orphans += try link.orphans(.written(suspects), db) }
                 }
                 if link.parentKeyPlaces == nil {
                     // Rows written to the parent (its referred columns updated) count at the first pass.
