@@ -326,24 +326,30 @@ struct OrphanLink {
     /// composite key with a pair of values no single change carried).
     func suspects(among rows: ArraySlice<WrittenRow>, _ db: Database) throws -> [[DatabaseValue]] {
         guard columns.count == 1, childIsStrict else { return rows.map(\.key) }
-        var byValue: [DatabaseValue: [[DatabaseValue]]] = [:]
+        // The distinct values first; the rows of a value without a parent (rare) after.
+        var values: Set<DatabaseValue> = []
         var suspects: [[DatabaseValue]] = []
         for row in rows {
             if let value = row.value(of: columns[0]) {
-                if value != .null { byValue[value, default: []].append(row.key) }
+                if value != .null { values.insert(value) }
             } else if row.change.operation == .insert {
                 suspects.append(row.key)
             }
         }
-        guard !byValue.isEmpty else { return suspects }
+        guard !values.isEmpty else { return suspects }
+        var missing: Set<DatabaseValue> = []
         let match = "p.\(quoteIdentifier(parentColumns[0])) = k.column1"
-        for chunk in Self.chunks(byValue.keys.map { [$0] }, width: 1) {
-            let missing = try Self.rows(
+        for chunk in Self.chunks(values.map { [$0] }, width: 1) {
+            let rows = try Self.rows(
                 SQL(
                     sql: "SELECT k.column1 FROM (\(Self.values(chunk.count, width: 1))) AS k WHERE NOT EXISTS "
                         + "(SELECT 1 FROM main.\(quoteIdentifier(parent)) AS p WHERE \(match))",
                     arguments: chunk.flatMap { $0 }), db)
-            for value in missing { suspects += byValue[value[0]] ?? [] }
+            for row in rows { missing.insert(row[0]) }
+        }
+        guard !missing.isEmpty else { return suspects }
+        for row in rows {
+            if let value = row.value(of: columns[0]), missing.contains(value) { suspects.append(row.key) }
         }
         return suspects
     }
