@@ -15,7 +15,8 @@ import Synchronization
 /// only that long: it is stopped and joined before that method returns, so a library using it
 /// leaves no thread behind. Nothing depends on it for durability: a checkpoint only moves
 /// committed pages. The raised threshold bounds the WAL when the thread falls behind (each
-/// round is one commit behind; a WAL starts over only when a commit finds it wholly copied).
+/// round is one commit behind; a WAL starts over only when a transaction begins with it wholly
+/// copied).
 ///
 /// See <https://www.sqlite.org/c3ref/wal_checkpoint_v2.html> and
 /// <https://www.sqlite.org/wal.html#automatic_checkpoint>.
