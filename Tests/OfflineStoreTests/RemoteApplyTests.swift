@@ -458,6 +458,32 @@ struct RemoteApplyTests {
         #expect(try bob.db.count("inserted") == 1_200)
         #expect(try bob.log.pendingCount(bob.db) == 0)
     }
+
+    @Test func whatIsWrittenAlongsideABatchCommitsWithItOrNothingDoes() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        let bob = try Peer(directory, "bob.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'Milk', 'L')")
+        var changes = try alice.push()
+        // A malformed change makes the batch apply again change by change: the cursor is still
+        // written once, with the rest.
+        var malformed = changes[0]
+        malformed.siteID = Data([1, 2, 3])
+        changes.append(malformed)
+        var state = SyncState(endpoint: "https://sync.example.com#family")
+        state.cursor = "after-page-1"
+        struct AppFailed: Error {}
+        #expect(throws: AppFailed.self) {
+            try bob.log.apply(changes, to: bob.db, alongside: { _ in throw AppFailed() })
+        }
+        #expect(try bob.db.count("remindersLists") + bob.db.count("reminders") == 0)
+        #expect(try bob.log.refusedChanges(bob.db).isEmpty)
+
+        let outcome = try bob.log.apply(changes, to: bob.db, alongside: { db in try bob.log.save(state, db) })
+        #expect(outcome.applied == 2 && outcome.rejected.count == 1)
+        #expect(try bob.rows("SELECT title FROM reminders") == ["Milk"])
+        #expect(try bob.log.syncState(bob.db, endpoint: state.endpoint).cursor == "after-page-1")
+    }
 }
 
 /// One synced table with a UNIQUE column besides its key.

@@ -24,6 +24,8 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
     let mostInFlight = Locked<[String: Int]>([:])
     /// The cursor of every page the server answered, in order.
     let pageCursors = Locked<[String]>([])
+    /// The `limit` of every pull request, in order.
+    let pullLimits = Locked<[Int]>([])
     /// Pages the engine has applied, counted by the test (`afterApplyingChanges`).
     let pagesApplied = Locked(0)
     /// The most pull requests made beyond the pages applied (1: the page being applied, 2: the
@@ -37,6 +39,7 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
         started.value = [:]
         mostInFlight.value = [:]
         pageCursors.value = []
+        pullLimits.value = []
         pagesApplied.value = 0
         mostPullsAhead.value = 0
         failing.value = name.map { ($0, number) }
@@ -51,6 +54,11 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
         if name == "pull" {
             let ahead = number - pagesApplied.value
             mostPullsAhead.withLock { $0 = max($0, ahead) }
+            if let request = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+                let limit = request["limit"] as? Int
+            {
+                pullLimits.withLock { $0.append(limit) }
+            }
         }
         inFlight.withLock { counts in
             counts[name, default: 0] += 1
@@ -164,6 +172,56 @@ struct PipelineTests {
         #expect(try bob.engine.sync().pulled == 16)
         #expect(try held(bob) == 21)
         #expect(try bob.log.pendingCount(bob.db) == 0)
+    }
+
+    @Test func withoutAnAppStepAPageAndItsCursorCommitTogether() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
+        // Pull 2 fails, after page 1 came and while (or after) it is applied.
+        transport.watch(failing: "pull", number: 2)
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        // Page 1's cursor was saved in page 1's transaction: the next sync pulls the other 16.
+        let firstPage = try #require(transport.pageCursors.value.first)
+        #expect(try bob.engine.state().cursor == firstPage)
+        #expect(try held(bob) == 5)
+        transport.watch()
+        #expect(try bob.engine.sync().pulled == 16)
+        #expect(try held(bob) == 21)
+    }
+
+    @Test func theFirstPageIsSmallAndTheNextOnesGrowToThePageSize() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: dataset.token)
+        try alice.db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+            for index in 0..<3_499 {
+                try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\("R\(index)"), 't', 'L')")
+            }
+        }
+        var pushing = alice.engine.configuration
+        pushing.pushBatchSize = 5_000
+        #expect(
+            try SyncEngine(db: alice.db, log: alice.log, transport: transport, configuration: pushing).sync().pushed
+                == 3_500)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
+        var pulling = bob.engine.configuration
+        pulling.pullPageSize = 2_500
+        let engine = SyncEngine(db: bob.db, log: bob.log, transport: transport, configuration: pulling)
+        // While the pages apply, the connection's own checkpoints wait for a larger WAL (a thread
+        // makes them); afterwards SQLite's threshold is back.
+        let thresholds = Locked<[Int]>([])
+        engine.afterApplyingChanges = { db in
+            let threshold = try db.fetchValue(Int.self, "PRAGMA wal_autocheckpoint") ?? 0
+            thresholds.withLock { $0.append(threshold) }
+        }
+        transport.watch()
+        #expect(try engine.sync().pulled == 3_500)
+        let limits = transport.pullLimits.value
+        #expect(limits.prefix(3) == [SyncEngine.firstPullPageSize, 2 * SyncEngine.firstPullPageSize, 2_500])
+        #expect(limits.dropFirst(3).allSatisfy { $0 == 2_500 })
+        #expect(try bob.count("reminders") == 3_499)
+        #expect(thresholds.value.count >= 3 && thresholds.value.allSatisfy { $0 > 1_000 })
+        #expect(try bob.db.fetchValue(Int.self, "PRAGMA wal_autocheckpoint") == 1_000)
     }
 
     @Test func aPushFailingWhileTheNextBatchIsReadKeepsTheOrderOfAcknowledgements() throws {

@@ -45,9 +45,19 @@ extension ChangeLog {
     ///   the connection's ``LogHandler``. Names from a change reach SQL only after
     ///   they are found in the declared schema, and values are always bound.
     ///
+    /// `alongside`, when given, writes in the batch's transaction after its changes, so that what
+    /// it writes (a sync's cursor, saved with the changes it covers) commits with them, or, when
+    /// it throws, nothing of the batch does.
+    ///
+    /// ```swift
+    /// let outcome = try log.apply(page.changes, to: db) { db in try log.save(stateAfterPage, db) }
+    /// ```
+    ///
     /// See <https://www.sqlite.org/foreignkeys.html#fk_deferred>.
-    public func apply(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
-        var outcome = try applyBatch(changes, to: db)
+    public func apply(
+        _ changes: [RemoteChange], to db: Database, alongside: ((Database) throws -> Void)? = nil
+    ) throws -> ApplyOutcome {
+        var outcome = try applyBatch(changes, to: db, alongside: alongside)
         // A batch may bring what stashed changes waited for (a parent row, a row to update). One
         // stashed change may wait for another (an update for the insert of a row that waits for
         // its parent), so the stash is retried while it shrinks.
@@ -68,7 +78,9 @@ extension ChangeLog {
         try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
     }
 
-    private func applyBatch(_ changes: [RemoteChange], to db: Database) throws -> ApplyOutcome {
+    private func applyBatch(
+        _ changes: [RemoteChange], to db: Database, alongside: ((Database) throws -> Void)?
+    ) throws -> ApplyOutcome {
         // Only a transaction of the batch's own is sure to roll back whatever fails, the drop of
         // the triggers with it.
         let withoutTriggers = changes.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
@@ -80,7 +92,9 @@ extension ChangeLog {
                             try applyInTransaction(
                                 changes, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                         }
-                        return try withoutTriggers ? withoutTrackingTriggers(db, apply) : apply()
+                        let outcome = try withoutTriggers ? withoutTrackingTriggers(db, apply) : apply()
+                        try alongside?(db)
+                        return outcome
                     }
                 }
             }

@@ -6,7 +6,10 @@ import SyncProtocol
 /// pull and apply until caught up, remember the cursor. Every step is resumable: a crash or kill
 /// at any point is followed by a sync that completes with nothing lost and nothing applied twice
 /// (pushes are idempotent per site and sequence, applying is idempotent, and the cursor is saved
-/// only after its page is applied).
+/// only with its page, in the page's transaction, or after it).
+///
+/// While it pulls, a thread of its own copies the WAL into the database files (see
+/// ``OfflineStore/Database/withBackgroundCheckpoints(walBoundPages:_:)``); `sync()` joins it before it returns.
 ///
 /// Not `Sendable`: it uses the store's `Database`, on the caller's thread.
 ///
@@ -281,17 +284,18 @@ public final class SyncEngine {
         state: inout SyncState, limits: Limits, report: inout SyncReport, progress: ((SyncProgress) -> Void)?
     ) throws(SyncError) {
         let requests = requests
+        let pageSize = max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))
         let request = PullRequest(
             protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
-            cursor: state.cursor, limit: max(1, min(configuration.pullPageSize, limits.maxChangesPerPull)))
+            cursor: state.cursor, limit: pageSize)
         // A page comes with its changes already in the store's terms (and without the wire's copy
         // of them), converted on the thread that read it, not on the one applying the page before.
-        typealias Pulled = (page: PullResponse, changes: [RemoteChange])
-        func fetch(after cursor: String?) -> Prefetch<Pulled> {
+        func fetch(after cursor: String?, limit: Int) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
+            resumed.limit = limit
             let asked = resumed
-            return Prefetch { (isCancelled) throws(SyncError) -> Pulled in
+            return Prefetch { (isCancelled) throws(SyncError) -> PulledPage in
                 var page = try requests.exchange(
                     "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
                 let changes = page.changes.map(RemoteChange.init)
@@ -299,11 +303,35 @@ public final class SyncEngine {
                 return (page, changes)
             }
         }
+        // The pages' checkpoints are made on a thread of their own, which ends before this returns.
+        try db.withBackgroundCheckpoints { (checkpointer) throws(SyncError) in
+            try applyPages(
+                from: fetch, pageSize: pageSize, state: &state, report: &report, progress: progress,
+                committed: { checkpointer?.walGrew() })
+        }
+    }
+
+    /// A pull page, and its changes in the store's terms.
+    private typealias PulledPage = (page: PullResponse, changes: [RemoteChange])
+
+    /// The first page a sync asks for: the store waits for it with nothing to do, and a page of
+    /// 5,000 took about 30 ms to be read, compressed, sent and decoded. Each next page is asked
+    /// for twice as large, up to the configured size, so it is ready by the time the smaller page
+    /// before it is applied.
+    public static let firstPullPageSize = 1_000
+
+    /// Pulls the pages after `state.cursor` (each asked for with `fetch` while the one before it
+    /// applies) and applies them, calling `committed` after the commit of each page but the last.
+    private func applyPages(
+        from fetch: (_ cursor: String?, _ limit: Int) -> Prefetch<PulledPage>, pageSize: Int,
+        state: inout SyncState, report: inout SyncReport, progress: ((SyncProgress) -> Void)?, committed: () -> Void
+    ) throws(SyncError) {
         var total: Int?
-        var next = fetch(after: state.cursor)
+        var limit = min(Self.firstPullPageSize, pageSize)
+        var next = fetch(state.cursor, limit)
         while true {
-            let (page, changes): Pulled
-            switch Result(catching: { () throws(SyncError) -> Pulled in try next.value() }) {
+            let (page, changes): PulledPage
+            switch Result(catching: { () throws(SyncError) -> PulledPage in try next.value() }) {
             case .success(let answer):
                 (page, changes) = answer
             case .failure(let error):
@@ -315,26 +343,46 @@ public final class SyncEngine {
                 report.redownloaded = true
                 try store { try log.save(state, db) }
                 warn("the server refused the pull cursor; downloading the dataset again", ["reason": error.message])
-                next = fetch(after: nil)
+                next = fetch(nil, limit)
                 continue
             }
             // The next page is asked for (and read) on another thread while this one is applied, so
-            // the server, the network and the store work at the same time. Only the cursor of an
-            // applied page is saved, as before.
-            if page.hasMore { next = fetch(after: page.cursor) }
+            // the server, the network and the store work at the same time.
+            if page.hasMore {
+                limit = min(2 * limit, pageSize)
+                next = fetch(page.cursor, limit)
+            }
             do throws(SyncError) {
+                // Only the cursor of an applied page is saved: in the page's own transaction (one
+                // commit fewer per page), or after the app's step when there is one, so that a
+                // failing step leaves the page to be pulled and applied again (which changes
+                // nothing already applied) and the step to run again.
+                var applied = state
+                applied.cursor = page.cursor
+                var cursorSaved = false
                 if !changes.isEmpty {
-                    let outcome = try store { try log.apply(changes, to: db) }
+                    let outcome: ApplyOutcome
+                    if afterApplyingChanges == nil {
+                        outcome = try store {
+                            try log.apply(
+                                changes, to: db, alongside: { [log, applied] db in try log.save(applied, db) })
+                        }
+                        cursorSaved = true
+                    } else {
+                        outcome = try store { try log.apply(changes, to: db) }
+                    }
+                    // The last page's WAL is left to the connection's own automatic checkpoint (at
+                    // the app's next commit): copying it here would hold sync() for one more round,
+                    // with its fsyncs (0.2-48 ms measured).
+                    if page.hasMore { committed() }
                     report.refused += outcome.rejected.count
                     if let afterApplyingChanges {
                         try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                     }
                 }
                 report.pulled += changes.count
-                // Saved only once the page is applied: a crash in between pulls the page again, and
-                // applying it again changes nothing.
-                state.cursor = page.cursor
-                try store { try log.save(state, db) }
+                state = applied
+                if !cursorSaved { try store { try log.save(state, db) } }
             } catch {
                 if page.hasMore { next.abandon() }
                 throw error
