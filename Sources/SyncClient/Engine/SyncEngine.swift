@@ -170,15 +170,27 @@ public final class SyncEngine {
                     next.removeLast(next.count / 2)
                     body = try encodePush(next)
                 }
+                // A batch the server took whole, settled only once the next one is on its way.
+                var taken: (changes: [Change], answer: Result<PushResponse, SyncError>)?
                 if let sent = inFlight {
                     inFlight = nil
                     let answer = Result { () throws(SyncError) -> PushResponse in try sent.answer.value() }
-                    guard try settle(sent.changes, answer: answer, state: &state, report: &report) else {
-                        // Part of the batch is still queued (a change refused, a partial
-                        // acknowledgement): read again from the log, as a sync without the
-                        // read-ahead would.
-                        readAfter = nil
-                        continue
+                    if case .success(let ack) = answer, ack.acknowledgedThrough >= (sent.changes.last?.seq ?? 0),
+                        !next.isEmpty, body.count <= limits.maxBodyBytes
+                    {
+                        // Settling (marking it pushed and saving the state, a write transaction)
+                        // waits until the next batch is sent, so the server is not idle meanwhile.
+                        // A crash in between pushes both again; the server stores nothing twice
+                        // (it keeps each site's highest seq) and acknowledges them again.
+                        taken = (sent.changes, answer)
+                    } else {
+                        guard try settle(sent.changes, answer: answer, state: &state, report: &report) else {
+                            // Part of the batch is still queued (a change refused, a partial
+                            // acknowledgement): read again from the log, as a sync without the
+                            // read-ahead would.
+                            readAfter = nil
+                            continue
+                        }
                     }
                 }
                 if next.count == 1, body.count > limits.maxBodyBytes {
@@ -197,6 +209,9 @@ public final class SyncEngine {
                 guard let last = next.last else { return }
                 inFlight = (send(body), next)
                 readAfter = last.seq
+                if let taken {
+                    _ = try settle(taken.changes, answer: taken.answer, state: &state, report: &report)
+                }
             }
         } catch {
             inFlight?.answer.abandon()
