@@ -10,7 +10,9 @@ private enum StorePlan: MigrationPlan {
 
     enum V1: VersionedSchema {
         static let versionIdentifier: Schema.Version = "1.0.0"
-        static let models: [any Model.Type] = [Shelf.self, Item.self, Bin.self, Node.self, Note.self]
+        static let models: [any Model.Type] = [
+            Shelf.self, Item.self, Bin.self, Node.self, Note.self, Tag.self, Pair.self, Team.self, Member.self,
+        ]
     }
 
     enum Shelf: Model {
@@ -46,6 +48,39 @@ private enum StorePlan: MigrationPlan {
         static let tableDefinition = TableDefinition("nodes", options: [.strict]) {
             Column("id", .text).primaryKey()
             Column("parentID", .text).references("nodes", "id", onDelete: .cascade)
+        }
+    }
+
+    /// Tags on items, with no action: an item's cascaded delete (by its shelf's) orphans them.
+    enum Tag: Model {
+        static let tableDefinition = TableDefinition("tags", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("itemID", .text).references("items", "id")
+        }
+    }
+
+    /// A rowid table keyed by two columns, which SQLite lets hold NULL.
+    enum Pair: Model {
+        static let tableDefinition = TableDefinition("pairs") {
+            Column("a", .text)
+            Column("b", .text)
+            Column("nodeID", .text).references("nodes", "id")
+            PrimaryKey("a", "b")
+        }
+    }
+
+    /// Teams keyed by text, members referring to them by an INTEGER column: SQLite compares a
+    /// member's value with the team's key as TEXT (the parent's affinity).
+    enum Team: Model {
+        static let tableDefinition = TableDefinition("teams", options: [.strict]) {
+            Column("id", .text).primaryKey()
+        }
+    }
+
+    enum Member: Model {
+        static let tableDefinition = TableDefinition("members", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("teamNumber", .integer).references("teams", "id")
         }
     }
 
@@ -231,6 +266,20 @@ struct OrphanResolutionTests {
         // The shelf went without a tombstone: the item waits for it in the stash.
         #expect(try ids("items").isEmpty && log.stashedCount(db) == 1)
         #expect(try noOrphan())
+    }
+
+    /// An orphan whose key holds NULL (a rowid table's composite key may) is matched by no
+    /// `DELETE … WHERE key = ?`: the whole search used to find it again at every pass, for ever.
+    @Test func anOrphanWhoseKeyHoldsNullIsRefusedNotSearchedForEver() throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let keysOff = try Database(path: directory.path("keys-off.sqlite"), configuration: configuration)
+        let keysOffLog = try ChangeLog.open(keysOff, migrator: try Migrator(plan: StorePlan.self))
+        try keysOff.execute("INSERT INTO pairs (a, b, nodeID) VALUES ('x', NULL, 'Nowhere')")
+        #expect(throws: ChangeLogError.self) {
+            try keysOffLog.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: keysOff)
+        }
+        #expect(try keysOff.fetchAll(String.self, "SELECT id FROM nodes").isEmpty)
     }
 
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every

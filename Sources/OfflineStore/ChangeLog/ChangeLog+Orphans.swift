@@ -120,13 +120,25 @@ extension ChangeLog {
     }
 
     /// Takes an orphan out: deleted by a new local delete when its parent's deletion is known,
-    /// stashed with its values until the parent arrives otherwise.
+    /// stashed with its values until the parent arrives otherwise. Returns whether the row went;
+    /// throws for a key holding NULL (a composite key of a rowid table may), which no `=` matches.
     fileprivate func resolve(
         orphan childKey: [DatabaseValue], parentKey: [DatabaseValue], of link: OrphanLink, _ db: Database,
         outcome: inout ApplyOutcome
-    ) throws {
+    ) throws -> Bool {
         let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", link.child, link.childKey, childKey, set: [:]))
         try db.execute(Self.rowSQL("DELETE FROM", link.child, link.childKey, childKey, set: [:]))
+        guard db.changesCount > 0 else {
+            // Gone already (an ON DELETE CASCADE of an orphan taken out before it); or, with a
+            // NULL in its key, out of reach: every pass would find it again, for ever.
+            guard !childKey.contains(.null) else {
+                throw ChangeLogError(
+                    .invalidChange, table: link.child,
+                    "a row without its parent cannot be taken out by its key (a key column holds NULL); "
+                        + "give the row a key without NULL or delete it, then apply again")
+            }
+            return false
+        }
         let parentID = try trackedTableID(link.parent, db)
         let childID = try trackedTableID(link.child, db)
         // The parent's logged key has its key's order, which the foreign key's columns may not.
@@ -155,6 +167,7 @@ extension ChangeLog {
             // its columns, arriving meanwhile, stays superseded.
             outcome.stashed += 1
         }
+        return true
     }
 }
 
@@ -528,9 +541,11 @@ struct OrphanSearch {
                 let childKey = Array(orphan[..<link.childKey.count])
                 guard taken.insert(childKey).inserted else { continue }
                 found = true
-                try log.resolve(
-                    orphan: childKey, parentKey: Array(orphan[link.childKey.count...]), of: link, db,
-                    outcome: &outcome)
+                guard
+                    try log.resolve(
+                        orphan: childKey, parentKey: Array(orphan[link.childKey.count...]), of: link, db,
+                        outcome: &outcome)
+                else { continue }
                 rows.noteDeleted(link.child, childKey)
             }
         }
