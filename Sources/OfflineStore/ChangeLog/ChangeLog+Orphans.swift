@@ -274,8 +274,6 @@ struct OrphanLink {
             && lowered(columns) == lowered(other.columns) && lowered(parentColumns) == lowered(other.parentColumns)
     }
 
-    private var childColumns: String { columns.map { "c.\(quoteIdentifier($0))" }.joined(separator: ", ") }
-
     /// `NOT EXISTS` the row's parent; the parent's columns on the left, so its collation and
     /// affinity compare, as SQLite's own check does.
     private var parentMissing: String {
@@ -315,13 +313,18 @@ struct OrphanLink {
             }
         case .childrenOf(let parentKeys):
             // The deleted parents' keys as one bound list: SQLite searches the child's index on
-            // its foreign key columns for each, or scans the child once without one.
+            // its foreign key columns for each, or scans the child once without one. A key of
+            // several columns joins the list (a row value `IN` would scan the child table).
             guard let places = parentKeyPlaces else { break }
-            let listed = columns.count == 1 ? "c.\(quoteIdentifier(columns[0]))" : "(\(childColumns))"
+            let on = columns.enumerated().map { "c.\(quoteIdentifier($1)) = k.column\($0 + 1)" }
             for chunk in Self.chunks(parentKeys.map { key in places.map { key[$0] } }, width: columns.count) {
+                let list = Self.values(chunk.count, width: columns.count)
                 let sql = SQL(
-                    sql: "SELECT \(selected) FROM \(child) WHERE \(listed) IN "
-                        + "(\(Self.values(chunk.count, width: columns.count))) AND \(parentMissing)\(limit)",
+                    sql: columns.count == 1
+                        ? "SELECT \(selected) FROM \(child) WHERE c.\(quoteIdentifier(columns[0])) IN (\(list)) "
+                            + "AND \(parentMissing)\(limit)"
+                        : "SELECT \(selected) FROM (\(list)) AS k CROSS JOIN \(child) ON \(on.joined(separator: " AND ")) "
+                            + "WHERE \(parentMissing)\(limit)",
                     arguments: chunk.flatMap { $0 })
                 if try run(sql) { break }
             }
