@@ -268,6 +268,21 @@ struct OrphanResolutionTests {
         #expect(try noOrphan())
     }
 
+    /// Inside the caller's transaction keys stay enforced, and the shelf's delete cascades to its
+    /// item in SQLite, out of the batch's sight: the item's tag is an orphan no change names. The
+    /// search must find it (it waits in the stash) or the caller's COMMIT fails.
+    @Test func insideACallersTransactionACascadedDeletesChildrenAreFound() throws {
+        let shelf = ["room": DatabaseValue.text("hall"), "number": .text("1")]
+        _ = try log.apply(
+            [
+                other.change(.insert, "shelves", shelf), other.change(.insert, "items", ["id": .text("I")], shelf),
+                other.change(.insert, "tags", ["id": .text("T")], ["itemID": .text("I")]),
+            ], to: db)
+        try db.transaction { db in _ = try log.apply([other.change(.delete, "shelves", shelf)], to: db) }
+        #expect(try ids("items").isEmpty && ids("tags").isEmpty)
+        #expect(try log.stashedCount(db) == 1 && noOrphan())
+    }
+
     /// An orphan whose key holds NULL (a rowid table's composite key may) is matched by no
     /// `DELETE … WHERE key = ?`: the whole search used to find it again at every pass, for ever.
     @Test func anOrphanWhoseKeyHoldsNullIsRefusedNotSearchedForEver() throws {

@@ -74,9 +74,12 @@ extension ChangeLog {
         after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome
     ) throws {
         let links = OrphanLink.declared(in: schema)
-        // Nothing proved the app's own writes, or an app's trigger may have written rows no change
-        // names: every child table, whole, as SQLite would see it.
-        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(db) else {
+        // Nothing proved the app's own writes, or an app's trigger, or a key's `ON DELETE` /
+        // `ON UPDATE` action in force inside the caller's transaction, may have written rows no
+        // change names: every child table, whole, as SQLite would see it.
+        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(db),
+            try foreignKeys != .enforced || !Self.hasForeignKeyActions(db)
+        else {
             var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
             while try search.pass(self, db, outcome: &outcome) {}
             if foreignKeys != .enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
@@ -110,6 +113,21 @@ extension ChangeLog {
                 UNION ALL
                 SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger'
                     AND substr(name, 1, \(ChangeTracker.triggerPrefix.count)) <> \(ChangeTracker.triggerPrefix))
+            """) ?? true
+    }
+
+    /// Whether a foreign key of a table in `main` has an action (`CASCADE`, `SET NULL`,
+    /// `SET DEFAULT`): with keys enforced it changes rows no change names, and a cascaded delete's
+    /// own children are then found by no search of the batch's rows.
+    /// See <https://www.sqlite.org/foreignkeys.html#fk_actions>.
+    private static func hasForeignKeyActions(_ db: Database) throws -> Bool {
+        try db.fetchValue(
+            Bool.self,
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM main.sqlite_schema AS m JOIN pragma_foreign_key_list(m.name, 'main') AS f
+                WHERE m.type = 'table' AND (f.on_delete NOT IN ('NO ACTION', 'RESTRICT')
+                    OR f.on_update NOT IN ('NO ACTION', 'RESTRICT')))
             """) ?? true
     }
 
