@@ -69,8 +69,8 @@ private enum StorePlan: MigrationPlan {
         }
     }
 
-    /// Teams keyed by text, members referring to them by an INTEGER column: SQLite compares a
-    /// member's value with the team's key as TEXT (the parent's affinity).
+    /// Teams keyed by text, members referring to them by an INTEGER and an ANY column: SQLite
+    /// compares a member's value with the team's key as TEXT (the parent's affinity).
     enum Team: Model {
         static let tableDefinition = TableDefinition("teams", options: [.strict]) {
             Column("id", .text).primaryKey()
@@ -81,6 +81,7 @@ private enum StorePlan: MigrationPlan {
         static let tableDefinition = TableDefinition("members", options: [.strict]) {
             Column("id", .text).primaryKey()
             Column("teamNumber", .integer).references("teams", "id")
+            Column("teamRef", .any).references("teams", "id")
         }
     }
 
@@ -281,6 +282,31 @@ struct OrphanResolutionTests {
         try db.transaction { db in _ = try log.apply([other.change(.delete, "shelves", shelf)], to: db) }
         #expect(try ids("items").isEmpty && ids("tags").isEmpty)
         #expect(try log.stashedCount(db) == 1 && noOrphan())
+    }
+
+    /// SQLite compares a child's INTEGER 1 with its parent's TEXT key as '1', which is not '01':
+    /// the member is an orphan. Compared with the child's affinity, '01' became 1 and matched.
+    @Test func aChildIsComparedWithItsParentsKeyAsSQLiteComparesThem() throws {
+        let batch = [
+            other.change(.insert, "teams", ["id": .text("01")]),
+            other.change(.insert, "members", ["id": .text("M")], ["teamNumber": .integer(1)]),
+        ]
+        #expect(try log.apply(batch, to: db).stashed == 1)
+        #expect(try ids("members").isEmpty && noOrphan())
+    }
+
+    /// A child column without affinity holds the integer 1, which SQLite finds as its TEXT parent
+    /// '1' (the parent's affinity applies): a lookup of the deleted parent's key from the child's
+    /// side (`teamRef IN ('1')`, no affinity) finds nothing. The child table is searched whole.
+    @Test func aDeletedParentsChildOfAnotherAffinityIsFound() throws {
+        _ = try log.apply(
+            [
+                other.change(.insert, "teams", ["id": .text("1")]),
+                other.change(.insert, "members", ["id": .text("M")], ["teamRef": .integer(1)]),
+            ], to: db)
+        #expect(try ids("members") == ["M"] && noOrphan())
+        _ = try log.apply([other.change(.delete, "teams", ["id": .text("1")])], to: db)
+        #expect(try ids("members").isEmpty && noOrphan())
     }
 
     /// An orphan whose key holds NULL (a rowid table's composite key may) is matched by no

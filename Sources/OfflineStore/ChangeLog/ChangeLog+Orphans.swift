@@ -39,7 +39,8 @@ enum ForeignKeyMode {
 /// search itself deletes (a deleted orphan orphans its own children), through the child's foreign
 /// key columns, a bound list of the deleted keys per statement (one index search per key, or one
 /// scan of the child table when it has no index on them). A key referring to other columns than
-/// the parent's key, or comparing them with a collation other than BINARY, is searched over the
+/// the parent's key, comparing them with a collation other than BINARY, or whose columns have
+/// another affinity than the parent's (``OrphanLink/childrenByKey``), is searched over the
 /// whole child table when its parent table had rows written or deleted (rare; exact). The
 /// batch's changes name a superset of the rows actually written (a superseded change wrote
 /// nothing), which costs a lookup, never a wrong answer: every search reads the rows as they are.
@@ -202,6 +203,14 @@ struct OrphanLink {
     /// columns than exactly the parent's key, or compares one with a collation other than BINARY:
     /// then the children of the parent's deleted or written rows are searched in the whole table.
     var parentKeyPlaces: [Int]?
+    /// Whether a deleted parent's children are found by its key's values, and a written row's
+    /// parent by the value its change carried: only when the key refers to the parent's key
+    /// (``parentKeyPlaces``) and each child column has its parent column's declared affinity and
+    /// BINARY collation. SQLite compares a child's value with the parent's affinity and collation;
+    /// a lookup from the child's side (`c.x IN (…)`) applies the child's, which can find another
+    /// set of rows (INTEGER 1 against TEXT '01'). Otherwise the child table is searched whole.
+    /// See <https://www.sqlite.org/datatype3.html#type_affinity>.
+    var childrenByKey = false
     /// Whether the child table is STRICT (see ``suspects(among:_:)``).
     var childIsStrict = false
 
@@ -227,6 +236,27 @@ struct OrphanLink {
         guard places.count == key.count, Set(places).count == key.count, binary else { return }
         parentKeyPlaces = places
         if parentColumns.isEmpty { self.parentColumns = ChangeTracker.keyColumns(of: parentTable) }
+        guard let childTable = schema.table(named: child), self.parentColumns.count == columns.count else { return }
+        childrenByKey = zip(columns, self.parentColumns).allSatisfy { childName, parentName in
+            guard let childColumn = childTable.columns.first(where: { $0.name.lowercased() == childName.lowercased() }),
+                let parentColumn = parentTable.columns.first(where: { $0.name.lowercased() == parentName.lowercased() })
+            else { return false }
+            return childColumn.collation.map { $0.uppercased() == "BINARY" } ?? true
+                && Self.affinity(childColumn.type, strict: childIsStrict)
+                    == Self.affinity(parentColumn.type, strict: parentTable.options.contains(.strict))
+        }
+    }
+
+    /// A declared type's affinity, by SQLite's rules (in a STRICT table `ANY` has none).
+    /// See <https://www.sqlite.org/datatype3.html#determination_of_column_affinity>.
+    private static func affinity(_ type: ColumnType, strict: Bool) -> String {
+        let name = type.rawValue
+        if strict, name == "ANY" { return "BLOB" }
+        if name.contains("INT") { return "INTEGER" }
+        if ["CHAR", "CLOB", "TEXT"].contains(where: name.contains) { return "TEXT" }
+        if name.isEmpty || name.contains("BLOB") { return "BLOB" }
+        if ["REAL", "FLOA", "DOUB"].contains(where: name.contains) { return "REAL" }
+        return "NUMERIC"
     }
 
     /// The foreign keys the schema declares on its synced tables, in the schema's order.
@@ -293,9 +323,11 @@ struct OrphanLink {
     }
 
     /// `NOT EXISTS` the row's parent; the parent's columns on the left, so its collation and
-    /// affinity compare, as SQLite's own check does.
+    /// affinity compare, as SQLite's own check does (`+` takes the child column's affinity off,
+    /// which would otherwise convert a TEXT parent's '01' to the child's INTEGER 1); the parent's
+    /// index is still searched.
     private var parentMissing: String {
-        let match = zip(columns, parentColumns).map { "p.\(quoteIdentifier($1)) = c.\(quoteIdentifier($0))" }
+        let match = zip(columns, parentColumns).map { "p.\(quoteIdentifier($1)) = +c.\(quoteIdentifier($0))" }
         return
             "NOT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(parent)) AS p WHERE \(match.joined(separator: " AND ")))"
     }
@@ -333,7 +365,7 @@ struct OrphanLink {
             // The deleted parents' keys as one bound list: SQLite searches the child's index on
             // its foreign key columns for each, or scans the child once without one. A key of
             // several columns joins the list (a row value `IN` would scan the child table).
-            guard let places = parentKeyPlaces else { break }
+            guard childrenByKey, let places = parentKeyPlaces else { break }
             let on = columns.enumerated().map { "c.\(quoteIdentifier($1)) = k.column\($0 + 1)" }
             for chunk in Self.chunks(parentKeys.map { key in places.map { key[$0] } }, width: columns.count) {
                 let list = Self.values(chunk.count, width: columns.count)
@@ -359,7 +391,7 @@ struct OrphanLink {
     /// every row. Otherwise every written row is (last-writer-wins per column can leave a
     /// composite key with a pair of values no single change carried).
     func suspects(among rows: ArraySlice<WrittenRow>, _ db: Database) throws -> [[DatabaseValue]] {
-        guard columns.count == 1, childIsStrict else { return rows.map(\.key) }
+        guard columns.count == 1, childIsStrict, childrenByKey else { return rows.map(\.key) }
         // The distinct values first; the rows of a value without a parent (rare) after.
         var values: Set<DatabaseValue> = []
         var suspects: [[DatabaseValue]] = []
@@ -501,10 +533,10 @@ struct TouchedRows {
             if !link.childKey.isEmpty, let rows = written[link.child.lowercased()] {
                 found = try !link.orphans(.written(rows.map(\.key)), db, first: true).isEmpty
             }
-            if !found, link.parentKeyPlaces != nil, let keys = deleted[link.parent.lowercased()] {
+            if !found, link.childrenByKey, let keys = deleted[link.parent.lowercased()] {
                 found = try !link.orphans(.childrenOf(keys), db, first: true).isEmpty
             }
-            if !found, link.parentKeyPlaces == nil, touched(link.parent) {
+            if !found, !link.childrenByKey, touched(link.parent) {
                 found = try !link.orphans(.whole, db, first: true).isEmpty
             }
             if found { throw ChangeLog.orphanLeft(in: link.child) }
@@ -548,7 +580,7 @@ struct OrphanSearch {
                     let suspects = try link.suspects(among: written[seenWritten[index]...], db)
                     if !suspects.isEmpty { orphans += try link.orphans(.written(suspects), db) }
                 }
-                if link.parentKeyPlaces == nil {
+                if !link.childrenByKey {
                     // Rows written to the parent (its referred columns updated) count at the first pass.
                     let parentWritten = passes == 0 && rows.written[link.parent.lowercased()] != nil
                     if parentWritten || seenDeleted[index] < deleted.count { orphans += try link.orphans(.whole, db) }
