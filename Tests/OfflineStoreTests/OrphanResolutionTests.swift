@@ -323,6 +323,20 @@ struct OrphanResolutionTests {
         #expect(try keysOff.fetchAll(String.self, "SELECT id FROM nodes").isEmpty)
     }
 
+    /// A trigger fires only through a write to its own table: one on a table the batch does not
+    /// write keeps the search on the batch's rows. (The whole search, with its whole-database
+    /// `foreign_key_check`, would refuse the batch for a note the app left orphaned with keys off.)
+    @Test func anAppsTriggerOnATableTheBatchDoesNotWriteKeepsTheSearchOnItsRows() throws {
+        try db.execute("CREATE TABLE audit (entry TEXT)")
+        try db.execute("CREATE TRIGGER audit_trim AFTER INSERT ON audit BEGIN DELETE FROM audit; END")
+        try db.execute("PRAGMA foreign_keys = OFF")
+        try db.execute("INSERT INTO notes (id, itemID) VALUES ('N', 'Gone')")
+        try db.execute("PRAGMA foreign_keys = ON")
+        let outcome = try log.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: db)
+        #expect(outcome.applied == 1 && outcome.stashed == 0)
+        #expect(try ids("nodes") == ["A"])
+    }
+
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
     /// child table is searched whole, as before (the app's orphan node waits in the stash).
     @Test func withKeysOffTheWholeTablesAreSearched() throws {

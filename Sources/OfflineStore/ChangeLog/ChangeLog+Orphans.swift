@@ -25,9 +25,10 @@ enum ForeignKeyMode {
 ///   off (the `sqlite3` shell, an app that turned them off for a while) are outside what SQLite
 ///   itself enforces and outside this proof; a connection that does not enforce keys at all
 ///   (``ForeignKeyMode/notEnforced``) keeps the whole-database search and `foreign_key_check`.
-/// - The batch writes rows only through its changes (unless the app has triggers of its own, which
-///   may write any row: then every child table is searched whole, and checked by
-///   `foreign_key_check`, as before): an insert or update of the change's own row
+/// - The batch writes rows only through its changes (unless the app has triggers of its own on a
+///   table the batch writes, which may write any row, or, inside the caller's transaction, a key
+///   has an `ON DELETE`/`ON UPDATE` action: then every child table is searched whole, and checked
+///   by `foreign_key_check`, as before): an insert or update of the change's own row
 ///   (which may set its foreign key columns), a delete of the change's own row, and the deletes
 ///   below. A row that was not an orphan becomes one only if its foreign key columns are written
 ///   (it is among the written rows) or its parent goes: deleted (among the deleted rows), or, for
@@ -78,7 +79,10 @@ extension ChangeLog {
         // Nothing proved the app's own writes, or an app's trigger, or a key's `ON DELETE` /
         // `ON UPDATE` action in force inside the caller's transaction, may have written rows no
         // change names: every child table, whole, as SQLite would see it.
-        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(db),
+        // The tables the batch writes: those its changes name, and the child tables the search
+        // takes orphans out of.
+        let written = Set(changes.map { $0.table.lowercased() } + links.map { $0.child.lowercased() })
+        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(on: written, db),
             try foreignKeys != .enforced || !Self.hasForeignKeyActions(db)
         else {
             var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
@@ -102,19 +106,29 @@ extension ChangeLog {
     }
 
     /// Whether the app has triggers of its own (in `main` or TEMP; the store's `ostore_` ones
-    /// aside): they fire while a batch applies, and may write any row.
-    /// See <https://www.sqlite.org/schematab.html>.
-    private static func hasAppTriggers(_ db: Database) throws -> Bool {
-        try db.fetchValue(
-            Bool.self,
-            """
-            SELECT EXISTS (
-                SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger'
-                    AND substr(name, 1, \(LogCoverage.unloggedTable.count + 1)) <> \(LogCoverage.unloggedTable + "_")
-                UNION ALL
-                SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger'
-                    AND substr(name, 1, \(ChangeTracker.triggerPrefix.count)) <> \(ChangeTracker.triggerPrefix))
-            """) ?? true
+    /// aside) on one of `tables` (lowercased names): they fire while a batch writes them, and may
+    /// write any row. A trigger fires only through a write to its own table, so one on a table
+    /// the batch does not write never fires; once one counts, the whole search covers whatever
+    /// chain it starts. See <https://www.sqlite.org/schematab.html>.
+    private static func hasAppTriggers(on tables: Set<String>, _ db: Database) throws -> Bool {
+        guard !tables.isEmpty else { return false }
+        let names = tables.sorted()
+        let list = Array(repeating: "(?)", count: names.count).joined(separator: ", ")
+        let unlogged = LogCoverage.unloggedTable + "_"
+        let tracker = ChangeTracker.triggerPrefix
+        let sql = SQL(
+            sql: """
+                WITH written(name) AS (VALUES \(list))
+                SELECT EXISTS (
+                    SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger'
+                        AND tbl_name COLLATE NOCASE IN (SELECT name FROM written)
+                        AND substr(name, 1, \(unlogged.count)) <> ?
+                    UNION ALL
+                    SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger'
+                        AND tbl_name COLLATE NOCASE IN (SELECT name FROM written)
+                        AND substr(name, 1, \(tracker.count)) <> ?)
+                """, arguments: names.map { .text($0) } + [.text(unlogged), .text(tracker)])
+        return try db.fetchValue(Bool.self, sql) ?? true
     }
 
     /// Whether a foreign key of a table in `main` has an action (`CASCADE`, `SET NULL`,
