@@ -337,6 +337,20 @@ struct OrphanResolutionTests {
         #expect(try ids("nodes") == ["A"])
     }
 
+    /// A change naming one column twice in two cases (SQLite compares names case-insensitively)
+    /// is refused, key or not: which value SQLite writes and which one the orphan search reads
+    /// would otherwise depend on dictionary order.
+    @Test func aChangeNamingAColumnTwiceInTwoCasesIsRefused() throws {
+        _ = try log.apply([other.change(.insert, "teams", ["id": .text("1")])], to: db)
+        let twice = [
+            other.change(.insert, "members", ["id": .text("M")], ["teamNumber": .null, "teamnumber": .integer(7)]),
+            other.change(.update, "members", ["id": .text("K"), "ID": .text("L")], ["teamRef": .null]),
+        ]
+        let outcome = try log.apply(twice, to: db)
+        #expect(outcome.rejected.map(\.index) == [0, 1])
+        #expect(try ids("members").isEmpty && log.stashedCount(db) == 0 && noOrphan())
+    }
+
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
     /// child table is searched whole, as before (the app's orphan node waits in the stash).
     @Test func withKeysOffTheWholeTablesAreSearched() throws {

@@ -38,9 +38,9 @@ extension ChangeLog {
     ///   pointing at a parent that was deleted is deleted too, as `ON DELETE CASCADE` would have,
     ///   by a new local delete that every site then applies; a child whose parent never arrived
     ///   waits in the stash (with its own children, keeping its versions) until it does.
-    /// - A malformed change (unknown key columns, a value of the wrong type for a STRICT column,
-    ///   a site id that is not 16 bytes, a clock beyond the drift bound) is rejected with the
-    ///   reason; the rest of the batch still applies. Rejected changes are kept, in the same
+    /// - A malformed change (unknown key columns, a column named twice in two cases, a value of
+    ///   the wrong type for a STRICT column, a site id that is not 16 bytes, a clock beyond the
+    ///   drift bound) is rejected with the reason; the rest of the batch still applies. Rejected changes are kept, in the same
     ///   transaction, in the metadatabase (``refusedChanges(_:)``) and logged as warnings through
     ///   the connection's ``LogHandler``. Names from a change reach SQL only after
     ///   they are found in the declared schema, and values are always bound.
@@ -181,6 +181,13 @@ extension ChangeLog {
         var unknown: [String: DatabaseValue] = [:]
         for (name, value) in change.columns {
             if let position = target.position(of: name) {
+                // Two names of one column (`listID` and `listid`): which one SQLite writes and
+                // which one the orphan search reads would be a matter of dictionary order.
+                guard known[position] == nil else {
+                    throw ChangeLogError(
+                        .invalidChange, table: table.name,
+                        "the change names column \(table.columns[position].name) twice (names differ only in case)")
+                }
                 try checkType(value, at: position, of: target)
                 known[position] = value
             } else {
@@ -346,7 +353,10 @@ extension ChangeLog {
             }
             if values.count == keyColumns.count { return values }
         }
-        guard Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() }) else {
+        // As many names as key columns, the same ones: no key column named twice (in two cases).
+        guard change.primaryKey.count == keyColumns.count,
+            Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() })
+        else {
             throw ChangeLogError(
                 .invalidChange, table: table,
                 "the key names \(change.primaryKey.keys.sorted()) but \(table) is keyed by \(keyColumns)")
