@@ -351,6 +351,19 @@ struct OrphanResolutionTests {
         #expect(try ids("members").isEmpty && log.stashedCount(db) == 0 && noOrphan())
     }
 
+    /// A key of two columns referring to the nodes' one-column key: SQLite cannot check it
+    /// ("foreign key mismatch"), and no search can be written for it (it used to build SQL
+    /// comparing two columns with one). SQLite's own check of the table reports it.
+    @Test func aKeyWithoutMatchingParentColumnsIsLeftToSQLitesCheck() throws {
+        _ = try log.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: db)
+        try db.execute("CREATE TABLE twins (a TEXT, b TEXT, FOREIGN KEY (a, b) REFERENCES nodes)")
+        let error = #expect(throws: (any Error).self) {
+            try log.apply([other.change(.delete, "nodes", ["id": .text("A")])], to: db)
+        }
+        #expect(error.map { "\($0)".contains("foreign key mismatch") } == true)
+        #expect(try ids("nodes") == ["A"])
+    }
+
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
     /// child table is searched whole, as before (the app's orphan node waits in the stash).
     @Test func withKeysOffTheWholeTablesAreSearched() throws {

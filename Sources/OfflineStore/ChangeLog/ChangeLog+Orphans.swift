@@ -102,7 +102,11 @@ extension ChangeLog {
         // The search proved its own keys: its last pass found no orphan among the rows it had
         // not looked at, and a row it looked at before can only have become one through a
         // deletion since, which it looked at too. The rest are proved here.
-        try search.rows.prove(proofLinks.filter { live in !links.contains { $0.isSameKey(as: live) } }, db)
+        // A declared key the search cannot write SQL for (see ``OrphanLink/hasParentColumns``) is
+        // proved by SQLite's own check.
+        try search.rows.prove(
+            proofLinks.filter { live in !links.contains { $0.isSameKey(as: live) } }
+                + links.filter { !$0.hasParentColumns }, db)
     }
 
     /// Whether the app has triggers of its own (in `main` or TEMP; the store's `ostore_` ones
@@ -329,6 +333,12 @@ struct OrphanLink {
         return links
     }
 
+    /// Whether the parent's columns are known, one per child column. SQLite reports none for a
+    /// missing parent table or one whose key is the implicit rowid, and a key may name another
+    /// number of columns than the parent's key has ("foreign key mismatch" to SQLite): no search
+    /// can be written for those, and `foreign_key_check` of the child table decides.
+    var hasParentColumns: Bool { !parentColumns.isEmpty && parentColumns.count == columns.count }
+
     /// Whether both are the same foreign key (names compared as SQLite compares them).
     func isSameKey(as other: OrphanLink) -> Bool {
         func lowered(_ names: [String]) -> [String] { names.map { $0.lowercased() } }
@@ -350,6 +360,8 @@ struct OrphanLink {
 
     /// The orphans (child key values, then foreign key values) among `rows`; with `first`, at most one.
     func orphans(_ rows: Candidates, _ db: Database, first: Bool = false) throws -> [[DatabaseValue]] {
+        // No column to compare with: the proof (or `foreign_key_check`, or SQLite's COMMIT) decides.
+        guard hasParentColumns else { return [] }
         let selected =
             first
             ? "1"
@@ -543,6 +555,15 @@ struct TouchedRows {
     /// table of the first found.
     func prove(_ links: [OrphanLink], _ db: Database) throws {
         for link in links {
+            guard link.hasParentColumns else {
+                // SQLite's own check of the child table (it names a key it cannot check).
+                if touched(link.child) || touched(link.parent),
+                    try db.fetchOne(SQL(sql: "PRAGMA main.foreign_key_check(\(quoteIdentifier(link.child)))")) != nil
+                {
+                    throw ChangeLog.orphanLeft(in: link.child)
+                }
+                continue
+            }
             var found = false
             if !link.childKey.isEmpty, let rows = written[link.child.lowercased()] {
                 found = try !link.orphans(.written(rows.map(\.key)), db, first: true).isEmpty
