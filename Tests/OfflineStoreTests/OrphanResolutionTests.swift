@@ -364,6 +364,26 @@ struct OrphanResolutionTests {
         #expect(try ids("nodes") == ["A"])
     }
 
+    /// Another program (keys off, as in the `sqlite3` shell) leaves an orphan node. Once the store
+    /// notices its writes, the next batch searches every child table whole, as before the search
+    /// looked at the batch's rows only: the orphan waits in the stash instead of staying to fail
+    /// the next migration's `foreign_key_check`.
+    @Test func afterWritesByAnotherProgramTheNextBatchSearchesWhole() throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let shell = try Database(path: directory.path("store.sqlite"), configuration: configuration)
+        try shell.execute("INSERT INTO nodes (id, parentID) VALUES ('Mine', 'Nowhere')")
+        #expect(try log.reconcileCoverage(db).unloggedRows == 1)
+        let outcome = try log.apply([other.change(.insert, "teams", ["id": .text("1")])], to: db)
+        #expect(outcome.stashed == 1)
+        #expect(try ids("nodes").isEmpty && noOrphan())
+        // Once: the next batch looks at its own rows again (the whole-database check would refuse
+        // it for this note, which does not sync, so no reconciliation notes it).
+        try shell.execute("INSERT INTO notes (id, itemID) VALUES ('N', 'Gone')")
+        _ = try log.apply([other.change(.insert, "teams", ["id": .text("2")])], to: db)
+        #expect(try ids("teams") == ["1", "2"])
+    }
+
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
     /// child table is searched whole, as before (the app's orphan node waits in the stash).
     @Test func withKeysOffTheWholeTablesAreSearched() throws {

@@ -23,8 +23,11 @@ enum ForeignKeyMode {
 ///   (``Migrator``); every earlier batch, and every retry of the stash (``ChangeLog/applyStash(_:)``,
 ///   which applies through the same path), proved its own rows as below. Rows written with keys
 ///   off (the `sqlite3` shell, an app that turned them off for a while) are outside what SQLite
-///   itself enforces and outside this proof; a connection that does not enforce keys at all
-///   (``ForeignKeyMode/notEnforced``) keeps the whole-database search and `foreign_key_check`.
+///   itself enforces and outside this proof; when the store notices writes of another program
+///   (``ChangeLog/reconcileCoverage(_:forceRescan:)``) the connection's next batch searches whole
+///   (``ChangeLog/markWholeOrphanSearch(_:)``, which says what that does not cover); a connection
+///   that does not enforce keys at all (``ForeignKeyMode/notEnforced``) keeps the whole-database
+///   search and `foreign_key_check`.
 /// - The batch writes rows only through its changes (unless the app has triggers of its own on a
 ///   table the batch writes, which may write any row, or, inside the caller's transaction, a key
 ///   has an `ON DELETE`/`ON UPDATE` action: then every child table is searched whole, and checked
@@ -82,7 +85,8 @@ extension ChangeLog {
         // The tables the batch writes: those its changes name, and the child tables the search
         // takes orphans out of.
         let written = Set(changes.map { $0.table.lowercased() } + links.map { $0.child.lowercased() })
-        guard foreignKeys != .notEnforced, try !Self.hasAppTriggers(on: written, db),
+        let markedWhole = try Self.isWholeOrphanSearchMarked(db)
+        guard foreignKeys != .notEnforced, !markedWhole, try !Self.hasAppTriggers(on: written, db),
             try foreignKeys != .enforced || !Self.hasForeignKeyActions(db)
         else {
             var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
@@ -90,6 +94,8 @@ extension ChangeLog {
             if foreignKeys != .enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
                 throw Self.orphanLeft(in: try violation.decode(String.self, at: 0))
             }
+            // Dropped in the batch's transaction: a batch that fails leaves the mark for the next.
+            if markedWhole { try db.execute(sql: "DROP TABLE temp.\(quoteIdentifier(Self.wholeOrphanSearchMark))") }
             return
         }
         let proofLinks = foreignKeys == .suspended ? try OrphanLink.live(db, schema: schema) : []
@@ -133,6 +139,29 @@ extension ChangeLog {
                         AND substr(name, 1, \(tracker.count)) <> ?)
                 """, arguments: names.map { .text($0) } + [.text(unlogged), .text(tracker)])
         return try db.fetchValue(Bool.self, sql) ?? true
+    }
+
+    /// The TEMP table whose presence on a connection asks its next batch for the whole search
+    /// (``markWholeOrphanSearch(_:)``).
+    static let wholeOrphanSearchMark = "ostore_whole_orphan_search"
+
+    /// Asks the connection's next applied batch to search every child table whole and run
+    /// `foreign_key_check`, once: ``reconcileCoverage(_:forceRescan:)`` found rows written outside
+    /// the store (the `sqlite3` shell, with keys off), which nothing proved and which may be
+    /// orphans no batch's rows lead to. The mark is a TEMP table, so it lasts as long as the
+    /// connection (the metadatabase has no place for it without a new version of its layout): a
+    /// process that ends before applying a batch after the reconciliation forgets it, and such an
+    /// orphan then stays until a migration's `foreign_key_check` reports it. Writes outside the
+    /// store to tables that do not sync are not noted at all (see ``LogCoverage``).
+    static func markWholeOrphanSearch(_ db: Database) throws {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(quoteIdentifier(wholeOrphanSearchMark)) (unused)")
+    }
+
+    private static func isWholeOrphanSearchMarked(_ db: Database) throws -> Bool {
+        try db.fetchValue(
+            Bool.self,
+            "SELECT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = \(wholeOrphanSearchMark))"
+        ) ?? false
     }
 
     /// Whether a foreign key of a table in `main` has an action (`CASCADE`, `SET NULL`,

@@ -139,6 +139,7 @@ extension ChangeLog {
                 } else {
                     report.unloggedRows = try recordUnlogged(db)
                 }
+                if report.rescanned || report.unloggedRows > 0 { try Self.markWholeOrphanSearch(db) }
                 try db.execute(
                     "UPDATE main.ostore_log_watermark SET seq = \(try newestSequence(db)) WHERE id = 1")
                 return report
