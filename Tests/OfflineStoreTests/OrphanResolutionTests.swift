@@ -12,6 +12,7 @@ private enum StorePlan: MigrationPlan {
         static let versionIdentifier: Schema.Version = "1.0.0"
         static let models: [any Model.Type] = [
             Shelf.self, Item.self, Bin.self, Node.self, Note.self, Tag.self, Pair.self, Team.self, Member.self,
+            Label.self, Sticker.self,
         ]
     }
 
@@ -82,6 +83,20 @@ private enum StorePlan: MigrationPlan {
             Column("id", .text).primaryKey()
             Column("teamNumber", .integer).references("teams", "id")
             Column("teamRef", .any).references("teams", "id")
+        }
+    }
+
+    /// Labels keyed case-insensitively: a sticker's 'abc' refers to the label 'ABC'.
+    enum Label: Model {
+        static let tableDefinition = TableDefinition("labels", options: [.strict]) {
+            Column("id", .text).primaryKey().collate("NOCASE")
+        }
+    }
+
+    enum Sticker: Model {
+        static let tableDefinition = TableDefinition("stickers", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("labelID", .text).references("labels", "id")
         }
     }
 
@@ -382,6 +397,20 @@ struct OrphanResolutionTests {
         try shell.execute("INSERT INTO notes (id, itemID) VALUES ('N', 'Gone')")
         _ = try log.apply([other.change(.insert, "teams", ["id": .text("2")])], to: db)
         #expect(try ids("teams") == ["1", "2"])
+    }
+
+    /// A sticker refers to the NOCASE-keyed label 'ABC' as 'abc'; the label's deletion is logged
+    /// under 'ABC'. The sticker goes with it (a local delete), not to the stash for ever.
+    @Test func aChildOfADeletedParentWithANocaseKeyIsDeleted() throws {
+        _ = try log.apply(
+            [
+                other.change(.insert, "labels", ["id": .text("ABC")]),
+                other.change(.insert, "stickers", ["id": .text("S")], ["labelID": .text("abc")]),
+            ], to: db)
+        #expect(try ids("stickers") == ["S"] && noOrphan())
+        let outcome = try log.apply([other.change(.delete, "labels", ["id": .text("ABC")])], to: db)
+        #expect(try outcome.stashed == 0 && log.stashedCount(db) == 0)
+        #expect(try ids("stickers").isEmpty && pending() == ["stickers:delete"])
     }
 
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every

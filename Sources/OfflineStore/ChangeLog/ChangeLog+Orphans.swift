@@ -164,6 +164,19 @@ extension ChangeLog {
         ) ?? false
     }
 
+    /// Whether the log knows a deletion of the row `key` of the table `tableID`, the key compared
+    /// with `collation` when one is given (a NOCASE key: a scan of the table's entries, for an
+    /// orphan only).
+    private func isDeleted(_ tableID: Int, _ key: DatabaseValue, collation: String?, _ db: Database) throws -> Bool {
+        guard let collation else { return try version(tableID, key, "-", db) != nil }
+        return try db.fetchValue(
+            Bool.self,
+            SQL(
+                sql: "SELECT EXISTS (SELECT 1 FROM ostore_meta.ostore_changes WHERE tableID = ? AND columnName = '-' "
+                    + "AND pk = ? COLLATE \(quoteIdentifier(collation)))",
+                arguments: [.integer(Int64(tableID)), key])) ?? false
+    }
+
     /// Whether a foreign key of a table in `main` has an action (`CASCADE`, `SET NULL`,
     /// `SET DEFAULT`): with keys enforced it changes rows no change names, and a cascaded delete's
     /// own children are then found by no search of the batch's rows.
@@ -213,7 +226,7 @@ extension ChangeLog {
             let values = parentKey
             for (index, place) in places.enumerated() { parentKey[place] = values[index] }
         }
-        if try version(parentID, Self.loggedKey(parentKey), "-", db) != nil {
+        if try isDeleted(parentID, Self.loggedKey(parentKey), collation: link.parentKeyCollation, db) {
             // A new local delete, newer than anything this store has seen: dated by the parent's
             // deletion, it could be older than the child's creation and lose on other sites,
             // which keep the child (moved meanwhile to a live parent) while this one has dropped
@@ -247,13 +260,16 @@ struct OrphanLink {
     var parent: String
     var parentColumns: [String]
     /// For each parent column, its place in the parent's key; nil when the key refers to other
-    /// columns than exactly the parent's key, or compares one with a collation other than BINARY:
-    /// then the children of the parent's deleted or written rows are searched in the whole table.
+    /// columns than exactly the parent's key.
     var parentKeyPlaces: [Int]?
+    /// The collation of a one-column parent key that compares with another than BINARY
+    /// (`NOCASE`): a child's 'abc' refers to the parent 'ABC', whose deletion the log keeps under
+    /// 'ABC', so the deletion is looked up with that collation.
+    var parentKeyCollation: String?
     /// Whether a deleted parent's children are found by its key's values, and a written row's
     /// parent by the value its change carried: only when the key refers to the parent's key
-    /// (``parentKeyPlaces``) and each child column has its parent column's declared affinity and
-    /// BINARY collation. SQLite compares a child's value with the parent's affinity and collation;
+    /// (``parentKeyPlaces``) and each child column has its parent column's declared affinity, and
+    /// both BINARY collation. SQLite compares a child's value with the parent's affinity and collation;
     /// a lookup from the child's side (`c.x IN (…)`) applies the child's, which can find another
     /// set of rows (INTEGER 1 against TEXT '01'). Otherwise the child table is searched whole.
     /// See <https://www.sqlite.org/datatype3.html#type_affinity>.
@@ -276,14 +292,16 @@ struct OrphanLink {
         let key = ChangeTracker.keyColumns(of: parentTable).map { $0.lowercased() }
         let referred = parentColumns.isEmpty ? key : parentColumns.map { $0.lowercased() }
         let places = referred.compactMap { key.firstIndex(of: $0) }
-        let binary = referred.allSatisfy { name in
-            let collation = parentTable.columns.first { $0.name.lowercased() == name }?.collation
-            return collation.map { $0.uppercased() == "BINARY" } ?? true
+        let collations = referred.map { name in
+            parentTable.columns.first { $0.name.lowercased() == name }?.collation.map { $0.uppercased() } ?? "BINARY"
         }
-        guard places.count == key.count, Set(places).count == key.count, binary else { return }
+        guard places.count == key.count, Set(places).count == key.count else { return }
         parentKeyPlaces = places
+        if collations.count == 1, collations[0] != "BINARY" { parentKeyCollation = collations[0] }
         if parentColumns.isEmpty { self.parentColumns = ChangeTracker.keyColumns(of: parentTable) }
-        guard let childTable = schema.table(named: child), self.parentColumns.count == columns.count else { return }
+        guard collations.allSatisfy({ $0 == "BINARY" }), let childTable = schema.table(named: child),
+            self.parentColumns.count == columns.count
+        else { return }
         childrenByKey = zip(columns, self.parentColumns).allSatisfy { childName, parentName in
             guard let childColumn = childTable.columns.first(where: { $0.name.lowercased() == childName.lowercased() }),
                 let parentColumn = parentTable.columns.first(where: { $0.name.lowercased() == parentName.lowercased() })
