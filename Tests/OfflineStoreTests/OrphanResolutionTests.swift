@@ -152,6 +152,14 @@ struct OrphanResolutionTests {
 
     private func noOrphan() throws -> Bool { try db.fetchAll("PRAGMA foreign_key_check").isEmpty }
 
+    /// A second store whose connection does not enforce foreign keys.
+    private func keysOffStore() throws -> (Database, ChangeLog) {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        let keysOff = try Database(path: directory.path("keys-off.sqlite"), configuration: configuration)
+        return (keysOff, try ChangeLog.open(keysOff, migrator: try Migrator(plan: StorePlan.self)))
+    }
+
     @Test func aChildWhoseParentIsAbsentWaitsInTheStashAndComesBackWithIt() throws {
         let node = other.change(.insert, "nodes", ["id": .text("B")], ["parentID": .text("A")])
         let item = other.change(.insert, "items", ["id": .text("I")], ["room": .text("hall"), "number": .text("1")])
@@ -327,10 +335,7 @@ struct OrphanResolutionTests {
     /// An orphan whose key holds NULL (a rowid table's composite key may) is matched by no
     /// `DELETE … WHERE key = ?`: the whole search used to find it again at every pass, for ever.
     @Test func anOrphanWhoseKeyHoldsNullIsRefusedNotSearchedForEver() throws {
-        var configuration = Configuration()
-        configuration.foreignKeysEnabled = false
-        let keysOff = try Database(path: directory.path("keys-off.sqlite"), configuration: configuration)
-        let keysOffLog = try ChangeLog.open(keysOff, migrator: try Migrator(plan: StorePlan.self))
+        let (keysOff, keysOffLog) = try keysOffStore()
         try keysOff.execute("INSERT INTO pairs (a, b, nodeID) VALUES ('x', NULL, 'Nowhere')")
         #expect(throws: ChangeLogError.self) {
             try keysOffLog.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: keysOff)
@@ -416,10 +421,7 @@ struct OrphanResolutionTests {
     /// A connection that does not enforce keys: the app's own writes can leave orphans, so every
     /// child table is searched whole, as before (the app's orphan node waits in the stash).
     @Test func withKeysOffTheWholeTablesAreSearched() throws {
-        var configuration = Configuration()
-        configuration.foreignKeysEnabled = false
-        let keysOff = try Database(path: directory.path("keys-off.sqlite"), configuration: configuration)
-        let keysOffLog = try ChangeLog.open(keysOff, migrator: try Migrator(plan: StorePlan.self))
+        let (keysOff, keysOffLog) = try keysOffStore()
         try keysOff.execute("INSERT INTO nodes (id, parentID) VALUES ('Mine', 'Nowhere')")
         let outcome = try keysOffLog.apply([other.change(.insert, "nodes", ["id": .text("A")])], to: keysOff)
         #expect(outcome.stashed == 1)

@@ -40,10 +40,10 @@ extension ChangeLog {
     ///   waits in the stash (with its own children, keeping its versions) until it does.
     /// - A malformed change (unknown key columns, a column named twice in two cases, a value of
     ///   the wrong type for a STRICT column, a site id that is not 16 bytes, a clock beyond the
-    ///   drift bound) is rejected with the reason; the rest of the batch still applies. Rejected changes are kept, in the same
-    ///   transaction, in the metadatabase (``refusedChanges(_:)``) and logged as warnings through
-    ///   the connection's ``LogHandler``. Names from a change reach SQL only after
-    ///   they are found in the declared schema, and values are always bound.
+    ///   drift bound) is rejected with the reason; the rest of the batch still applies. Rejected
+    ///   changes are kept, in the same transaction, in the metadatabase (``refusedChanges(_:)``)
+    ///   and logged as warnings through the connection's ``LogHandler``. Names from a change
+    ///   reach SQL only after they are found in the declared schema, and values are always bound.
     ///
     /// `alongside`, when given, writes in the batch's transaction after its changes, so that what
     /// it writes (a sync's cursor, saved with the changes it covers) commits with them, or, when

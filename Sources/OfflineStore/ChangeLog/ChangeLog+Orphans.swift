@@ -79,13 +79,14 @@ extension ChangeLog {
         after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome
     ) throws {
         let links = OrphanLink.declared(in: schema)
-        // Nothing proved the app's own writes, or an app's trigger, or a key's `ON DELETE` /
-        // `ON UPDATE` action in force inside the caller's transaction, may have written rows no
-        // change names: every child table, whole, as SQLite would see it.
         // The tables the batch writes: those its changes name, and the child tables the search
         // takes orphans out of.
         let written = Set(changes.map { $0.table.lowercased() } + links.map { $0.child.lowercased() })
         let markedWhole = try Self.isWholeOrphanSearchMarked(db)
+        // Nothing proved the app's own writes (or another program's, just noticed), or an app's
+        // trigger, or a key's `ON DELETE` / `ON UPDATE` action in force inside the caller's
+        // transaction, may have written rows no change names: every child table, whole, as
+        // SQLite would see it.
         guard foreignKeys != .notEnforced, !markedWhole, try !Self.hasAppTriggers(on: written, db),
             try foreignKeys != .enforced || !Self.hasForeignKeyActions(db)
         else {
@@ -439,14 +440,15 @@ struct OrphanLink {
             // its foreign key columns for each, or scans the child once without one. A key of
             // several columns joins the list (a row value `IN` would scan the child table).
             guard childrenByKey, let places = parentKeyPlaces else { break }
-            let on = columns.enumerated().map { "c.\(quoteIdentifier($1)) = k.column\($0 + 1)" }
+            let on = columns.enumerated().map { "c.\(quoteIdentifier($1)) = k.column\($0 + 1)" }.joined(
+                separator: " AND ")
             for chunk in Self.chunks(parentKeys.map { key in places.map { key[$0] } }, width: columns.count) {
                 let list = Self.values(chunk.count, width: columns.count)
                 let sql = SQL(
                     sql: columns.count == 1
                         ? "SELECT \(selected) FROM \(child) WHERE c.\(quoteIdentifier(columns[0])) IN (\(list)) "
                             + "AND \(parentMissing)\(limit)"
-                        : "SELECT \(selected) FROM (\(list)) AS k CROSS JOIN \(child) ON \(on.joined(separator: " AND ")) "
+                        : "SELECT \(selected) FROM (\(list)) AS k CROSS JOIN \(child) ON \(on) "
                             + "WHERE \(parentMissing)\(limit)",
                     arguments: chunk.flatMap { $0 })
                 if try run(sql) { break }
