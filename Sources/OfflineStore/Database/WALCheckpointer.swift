@@ -29,9 +29,10 @@ public final class WALCheckpointer: Sendable {
     private static let started = Atomic(0)
 
     /// Starts the thread, which opens its own connection to `files` (schema name and path, `main`
-    /// first): a `Database` belongs to one thread. When that fails, nothing is checkpointed here
-    /// and the committing connection's automatic checkpoint still bounds the WAL.
-    init(files: [(name: String, path: String)]) {
+    /// first) with `configuration`: a `Database` belongs to one thread. When that fails, nothing is
+    /// checkpointed here and the committing connection's automatic checkpoint still bounds the WAL.
+    /// The server's writer uses one for as long as it runs (`SQLiteSyncStorage`).
+    package init(files: [(name: String, path: String)], configuration: Configuration = checkpointing) {
         let number = Self.started.wrappingAdd(1, ordering: .relaxed).newValue % 10_000
         let name = "ostore-ckpt\(number)"
         threadName = name
@@ -41,7 +42,7 @@ public final class WALCheckpointer: Sendable {
             // Given before the start, Foundation keeps the name to itself on Linux; set on the
             // running thread, it gives it to the OS.
             Thread.current.name = name
-            guard let db = Self.open(files) else { return }
+            guard let db = Self.open(files, configuration) else { return }
             defer { try? db.close() }
             while state.nextRound() {
                 // A failed round (the files busy, a disk error) is left to the next one or to the
@@ -52,11 +53,15 @@ public final class WALCheckpointer: Sendable {
         thread.start()
     }
 
-    private static func open(_ files: [(name: String, path: String)]) -> Database? {
-        guard let main = files.first else { return nil }
-        // The checkpoint reads the WAL and writes the file directly, past the page cache.
+    /// The checkpoint reads the WAL and writes the file directly, past the page cache.
+    package static let checkpointing: Configuration = {
         var configuration = Configuration()
         configuration.pageCacheKiB = 256
+        return configuration
+    }()
+
+    private static func open(_ files: [(name: String, path: String)], _ configuration: Configuration) -> Database? {
+        guard let main = files.first else { return nil }
         guard let db = try? Database(path: main.path, configuration: configuration) else { return nil }
         for file in files.dropFirst() {
             guard (try? db.execute("ATTACH DATABASE \(file.path) AS \(identifier: file.name)")) != nil else {

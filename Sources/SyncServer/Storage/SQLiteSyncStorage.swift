@@ -76,7 +76,7 @@ public final class SQLiteSyncStorage: SyncStorage {
                 try db.execute(
                     sql: "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)")
             }
-            let checkpointer = BackgroundCheckpointer(path: path, configuration: configuration)
+            let checkpointer = BackgroundCheckpointer.start(path: path, configuration: configuration)
             commits = GroupCommit(pool: pool, afterCommit: { checkpointer.walGrew() })
             folder = StateFolder(pool: pool, running: folds)
         } catch {
