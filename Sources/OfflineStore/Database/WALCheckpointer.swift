@@ -12,8 +12,9 @@ import Synchronization
 ///
 /// Made by ``Database/withBackgroundCheckpoints(walBoundPages:_:)``, which raises the connection's
 /// automatic checkpoint threshold while the thread runs, and puts it back after. The thread lives
-/// only that long: it is stopped and joined before that method returns, so a library using it
-/// leaves no thread behind. Nothing depends on it for durability: a checkpoint only moves
+/// only that long: before that method returns it is stopped and waited for until it has closed its
+/// connection (its last act; the OS thread ends right after), so a library using it leaves no thread
+/// behind. Nothing depends on it for durability: a checkpoint only moves
 /// committed pages. The raised threshold bounds the WAL when the thread falls behind (each
 /// round is one commit behind; a WAL starts over only when a transaction begins with it wholly
 /// copied).
@@ -119,8 +120,8 @@ extension Database {
     /// Runs `body` with this connection's checkpoints moved to a ``WALCheckpointer`` thread, which
     /// `body` prods after each of its commits (``WALCheckpointer/walGrew()``). While it runs, the
     /// connection's own automatic checkpoint waits for `walBoundPages` pages in a WAL (not
-    /// SQLite's 1,000), a bound for when the thread falls behind; afterwards the thread is joined
-    /// and the threshold put back. A connection that is not in WAL mode on a file, or whose
+    /// SQLite's 1,000), a bound for when the thread falls behind; afterwards the thread is stopped
+    /// and waited for, and the threshold put back. A connection that is not in WAL mode on a file, or whose
     /// automatic checkpoint is off or already higher, runs `body` as it is, without a checkpointer.
     ///
     /// ```swift
