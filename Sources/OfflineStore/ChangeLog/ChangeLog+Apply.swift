@@ -647,17 +647,7 @@ private final class AppliedTable {
     /// See <https://www.sqlite.org/schematab.html>.
     func hasAppTriggers(_ db: Database) throws -> Bool {
         if let appTriggers { return appTriggers }
-        let found =
-            try db.fetchValue(
-                Bool.self,
-                """
-                SELECT EXISTS (
-                    SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = \(definition.name) COLLATE NOCASE
-                        AND substr(name, 1, \(LogCoverage.unloggedTable.count + 1)) <> \(LogCoverage.unloggedTable + "_")
-                    UNION ALL
-                    SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name = \(definition.name) COLLATE NOCASE
-                        AND substr(name, 1, \(ChangeTracker.triggerPrefix.count)) <> \(ChangeTracker.triggerPrefix))
-                """) ?? true
+        let found = try ChangeLog.hasAppTriggers(on: [definition.name.lowercased()], db)
         appTriggers = found
         return found
     }

@@ -121,7 +121,7 @@ extension ChangeLog {
     /// write any row. A trigger fires only through a write to its own table, so one on a table
     /// the batch does not write never fires; once one counts, the whole search covers whatever
     /// chain it starts. See <https://www.sqlite.org/schematab.html>.
-    private static func hasAppTriggers(on tables: Set<String>, _ db: Database) throws -> Bool {
+    static func hasAppTriggers(on tables: Set<String>, _ db: Database) throws -> Bool {
         guard !tables.isEmpty else { return false }
         let names = tables.sorted()
         let list = Array(repeating: "(?)", count: names.count).joined(separator: ", ")
