@@ -81,8 +81,7 @@ public final class Database {
         try execute(sql: "SELECT count(*) FROM sqlite_schema")
         if !configuration.readonly {
             if !isInMemory {
-                let mode = try fetchValue(
-                    String.self, SQL(sql: "PRAGMA journal_mode = \(configuration.journalMode.rawValue)"))
+                let mode = try switchJournalMode()
                 if mode?.uppercased() != configuration.journalMode.rawValue {
                     throw DatabaseError(
                         resultCode: .error,
@@ -101,6 +100,28 @@ public final class Database {
             throw error.prefixed("Configuration.prepareDatabase failed")
         } catch {
             throw DatabaseError(resultCode: .error, message: "Configuration.prepareDatabase failed: \(error)")
+        }
+    }
+
+    /// `PRAGMA journal_mode = …`, retried while another connection holds a lock, until the busy
+    /// timeout. Switching a file into WAL writes its header from inside the pragma's own read
+    /// transaction, and SQLite calls no busy handler when a read must become a write (waiting
+    /// could deadlock), so two connections opening a new file at once got SQLITE_BUSY at once
+    /// whatever their timeout. See <https://www.sqlite.org/c3ref/busy_handler.html>.
+    private func switchJournalMode() throws -> String? {
+        let pragma = SQL(sql: "PRAGMA journal_mode = \(configuration.journalMode.rawValue)")
+        let deadline = ContinuousClock.now + configuration.busyTimeout
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                return try fetchValue(String.self, pragma)
+            } catch {
+                guard (error as? DatabaseError)?.primaryResultCode == .busy, ContinuousClock.now < deadline else {
+                    throw error
+                }
+                Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+                pause = min(pause * 2, .milliseconds(50))
+            }
         }
     }
 
