@@ -6,7 +6,9 @@ public struct SyncReport: Sendable, Hashable {
     public var pushed = 0
     /// Local changes the server refused (kept in the store's rejected changes).
     public var rejected = 0
-    /// Changes pulled and applied (or found already known).
+    /// Changes pulled and applied (or found already known). A change can come twice in a first
+    /// sync, in its snapshot page and from the log, when its row changed while the snapshot was
+    /// read; it counts each time.
     public var pulled = 0
     /// Changes from other sites waiting in the stash when the sync ended, pulled by this sync or
     /// an earlier one: for a schema that knows their tables or columns, or for their parent row
