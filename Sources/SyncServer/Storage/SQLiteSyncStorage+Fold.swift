@@ -85,7 +85,10 @@ extension SQLiteSyncStorage {
         }
         handed = leftOver
         let statements = try FoldStatements(db)
-        try work.forEachRow { datasetID, changes in try merge(changes, datasetID: datasetID, statements, db) }
+        var scratch: [UInt8] = []
+        try work.forEachRow { datasetID, changes in
+            try merge(changes, datasetID: datasetID, statements, scratch: &scratch, db)
+        }
         for (datasetID, serial) in folded.serials {
             try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
         }
@@ -124,12 +127,21 @@ extension SQLiteSyncStorage {
     /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
     /// memory (``MergedRow/merge(_:)``), written once if anything changed. A row whose first
     /// change is an insert is most likely new to the state: its merge from nothing is inserted
-    /// without reading first, and read only if the insert finds the row there.
+    /// without reading first, and read only if the insert finds the row there. A row whose only
+    /// change is an insert, the usual one, has its cells packed straight from the change into
+    /// `scratch`.
     private static func merge(
-        _ changes: some Collection<FoldChange>, datasetID: Int64, _ statements: FoldStatements, _ db: Database
+        _ changes: some Collection<FoldChange>, datasetID: Int64, _ statements: FoldStatements,
+        scratch: inout [UInt8], _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        if first.op == .insert {
+        if first.op == .insert, changes.count == 1 {
+            let packed = MergedRow.packCellsOfRow(createdBy: first, into: &scratch) ? Data(scratch) : nil
+            try statements.insertNewRow.execute(
+                datasetID, first.table, first.key, first.version.clock, first.version.site, Int64?.none, Data?.none,
+                packed)
+            if db.changesCount == 1 { return }
+        } else if first.op == .insert {
             var merged = MergedRow()
             for change in changes { merged.merge(change) }
             try statements.insertNewRow.execute(
