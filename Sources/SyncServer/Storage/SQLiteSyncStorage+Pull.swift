@@ -21,11 +21,14 @@ extension SQLiteSyncStorage {
                     WHERE datasetID = \(datasetID) AND serial > \(serial) AND site <> \(site.bytes)
                     ORDER BY serial LIMIT \(limit)
                     """)
-                var entries: [String] = []
+                var entries = LogPage.Entries()
                 var last = serial
                 while let row = try cursor.next() {
                     last = try row.decode(at: 0)
-                    entries.append(try row.decode(at: 1))
+                    // A string each still (a BLOB cast cost SQLite a copy of the body, more than
+                    // the UTF-8 check), but no joined copy of them all.
+                    var body: String = try row.decode(at: 1)
+                    body.withUTF8 { entries.append($0) }
                 }
                 return LogPage(
                     entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
