@@ -60,6 +60,20 @@ public struct BulkArguments {
     }
 
     /// A blob (an empty one stays an empty blob, not NULL).
+    public mutating func append(blob: Data) {
+        let start = bytes.count
+        blob.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        slots.append(.blob(start: start, count: bytes.count - start))
+    }
+
+    /// A blob (an empty one stays an empty blob, not NULL).
+    public mutating func append(blob: [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: blob)
+        slots.append(.blob(start: start, count: bytes.count - start))
+    }
+
+    /// A blob (an empty one stays an empty blob, not NULL).
     public mutating func append(blob: some ContiguousBytes) {
         let start = bytes.count
         blob.withUnsafeBytes { bytes.append(contentsOf: $0) }
