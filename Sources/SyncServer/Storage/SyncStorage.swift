@@ -143,7 +143,7 @@ extension LogPage {
         var count: Int { ends.count }
 
         /// Appends one entry's JSON.
-        mutating func append(_ json: UnsafeBufferPointer<UInt8>) {
+        mutating func append(_ json: UnsafeRawBufferPointer) {
             if !ends.isEmpty { joined.append(UInt8(ascii: ",")) }
             joined.append(contentsOf: json)
             ends.append(joined.count)

@@ -16,7 +16,7 @@ extension PostgresSyncStorage {
             var last = serial
             for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
                 last = try result.int64(row: row, column: 1)
-                entries.append(try result.textBytes(row: row, column: 2).assumingMemoryBound(to: UInt8.self))
+                entries.append(try result.textBytes(row: row, column: 2))
             }
             return LogPage(
                 entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
