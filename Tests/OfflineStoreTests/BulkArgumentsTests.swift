@@ -16,11 +16,12 @@ struct BulkArgumentsTests {
             (Int64.min, String(repeating: "long ", count: 200), Data(repeating: 7, count: 5000), "last"),
         ]
         var arguments = BulkArguments()
-        for row in rows {
+        for (index, row) in rows.enumerated() {
             arguments.removeAll()
             arguments.append(row.0)
             arguments.append(text: row.1)
-            arguments.append(blob: row.2)
+            // A blob as Data or as bytes.
+            if index.isMultiple(of: 2) { arguments.append(blob: row.2) } else { arguments.append(blob: [UInt8](row.2)) }
             arguments.append(text: row.3)
             arguments.appendNull()
             #expect(arguments.count == 5)

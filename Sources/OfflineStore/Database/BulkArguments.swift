@@ -72,13 +72,6 @@ public struct BulkArguments {
         bytes.append(contentsOf: blob)
         slots.append(.blob(start: start, count: bytes.count - start))
     }
-
-    /// A blob (an empty one stays an empty blob, not NULL).
-    public mutating func append(blob: some ContiguousBytes) {
-        let start = bytes.count
-        blob.withUnsafeBytes { bytes.append(contentsOf: $0) }
-        slots.append(.blob(start: start, count: bytes.count - start))
-    }
 }
 
 extension Statement {
