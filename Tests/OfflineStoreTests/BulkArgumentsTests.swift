@@ -1,6 +1,7 @@
 import Foundation
-import OfflineStore
 import Testing
+
+@testable import OfflineStore
 
 /// Arguments gathered in one reused buffer and bound in place (`SQLITE_STATIC`).
 @Suite("Bulk arguments")
@@ -48,5 +49,29 @@ struct BulkArgumentsTests {
         }
         #expect(error.resultCode == .range)
         #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM t") == 0)
+    }
+    /// Regression (review): a run refused because SQLite had rolled the transaction back
+    /// (`RAISE(ROLLBACK)`) returned before its reset, leaving the statement bound into the
+    /// arguments' buffer, which the next row reuses or which is freed.
+    @Test func aRunRefusedAfterARollbackLeavesNothingBound() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t (x TEXT)")
+        try db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.x = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'refused'); END")
+        let insert = try db.cachedStatement("INSERT INTO t VALUES (?)")
+        var arguments = BulkArguments()
+        _ = try? db.transaction { _ in
+            arguments.append(text: "boom")
+            #expect(throws: DatabaseError.self) { try insert.execute(arguments) }
+            arguments.removeAll()
+            arguments.append(text: "still bound")
+            // The transaction is gone: the run is refused after its arguments were bound.
+            let refused = try #require(throws: DatabaseError.self) { try insert.execute(arguments) }
+            #expect(refused.resultCode == .abort)
+        }
+        // Stepped with nothing bound again, it inserts NULL: no binding was left behind.
+        #expect(try insert.step(arguments: nil) == false)
+        insert.reset()
+        #expect(try db.fetchAll(String?.self, "SELECT x FROM t") == [nil])
     }
 }

@@ -19,8 +19,8 @@ import Foundation
 /// ```
 ///
 /// See <https://www.sqlite.org/c3ref/bind_blob.html> (`SQLITE_STATIC`).
-public struct BulkArguments {
-    enum Slot {
+public struct BulkArguments: Sendable {
+    enum Slot: Sendable {
         case null
         case integer(Int64)
         case text(start: Int, count: Int)
@@ -30,6 +30,7 @@ public struct BulkArguments {
     var bytes: [UInt8] = []
     var slots: [Slot] = []
 
+    /// No values yet; ``append(_:)`` and its siblings add them in parameter order.
     public init() {}
 
     /// How many values are gathered.
@@ -89,6 +90,9 @@ extension Statement {
         }
         // `withUnsafeBytes` rethrows untyped errors: the outcome comes out as a value.
         let outcome = arguments.bytes.withUnsafeBytes { buffer -> Result<Void, DatabaseError> in
+            // Whatever happens (a run refused because the transaction was rolled back before it
+            // stepped included), nothing keeps pointing into the arguments once this returns.
+            defer { sqlite3_clear_bindings(handle) }
             do throws(DatabaseError) {
                 try bind(arguments.slots, from: buffer, handle)
                 try runToCompletion(arguments: nil)

@@ -4,7 +4,7 @@ import Foundation
 extension Row {
     /// The bytes of the TEXT or BLOB at a 0-based index, read in place: no `String` (its UTF-8
     /// check and copy) and no `Data` (its copy) is made, for bytes passed on as they are, such as
-    /// stored JSON spliced into a response. The buffer is valid only inside `body`; NULL is an
+    /// stored JSON spliced into a response. The buffer is valid only inside `body`, which must not move the cursor; NULL is an
     /// empty buffer; an INTEGER or REAL is a conversion error (never formatted as text).
     ///
     /// ```swift
@@ -26,8 +26,13 @@ extension Row {
             })
         {
             let column = StatementColumn(statement: pointer, index: Int32(truncatingIfNeeded: index))
-            guard let bytes = column.textOrBlobBytes else {
-                throw contextualized(Self.notBytes(try column.databaseValue()), column: index)
+            let bytes: UnsafeRawBufferPointer
+            switch column.textOrBlobBytes {
+            case .bytes(let found): bytes = found
+            case .notBytes: throw contextualized(Self.notBytes(try column.databaseValue()), column: index)
+            case .unavailable:
+                throw DatabaseError(
+                    resultCode: .noMemory, message: "SQLite could not give the bytes of column \(index)")
             }
             return try body(bytes)
         }
@@ -45,21 +50,36 @@ extension Row {
     }
 }
 
+/// What ``StatementColumn/textOrBlobBytes`` found.
+private enum ColumnBytes {
+    case bytes(UnsafeRawBufferPointer)
+    /// An INTEGER or REAL.
+    case notBytes
+    /// SQLite gave no pointer for a value with a length (it could not convert it: out of memory).
+    case unavailable
+}
+
 extension StatementColumn {
-    /// The TEXT's or BLOB's bytes where SQLite keeps them (empty for NULL); nil for a number.
-    fileprivate var textOrBlobBytes: UnsafeRawBufferPointer? {
+    /// The TEXT's or BLOB's bytes where SQLite keeps them (empty for NULL). See
+    /// <https://www.sqlite.org/c3ref/value_blob.html>.
+    fileprivate var textOrBlobBytes: ColumnBytes {
         switch sqlite3_value_type(value) {
         // Pointer first, then length: the documented safe order.
         case SQLITE_TEXT:
-            let text = sqlite3_value_text(value)
-            return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_value_bytes(value)))
+            return Self.bytes(
+                at: sqlite3_value_text(value).map(UnsafeRawPointer.init), count: sqlite3_value_bytes(value))
         case SQLITE_BLOB:
-            let blob = sqlite3_value_blob(value)
-            return UnsafeRawBufferPointer(start: blob, count: Int(sqlite3_value_bytes(value)))
+            return Self.bytes(at: sqlite3_value_blob(value), count: sqlite3_value_bytes(value))
         case SQLITE_NULL:
-            return UnsafeRawBufferPointer(start: nil, count: 0)
+            return .bytes(UnsafeRawBufferPointer(start: nil, count: 0))
         default:
-            return nil
+            return .notBytes
         }
+    }
+
+    private static func bytes(at start: UnsafeRawPointer?, count: Int32) -> ColumnBytes {
+        if count == 0 { return .bytes(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard let start else { return .unavailable }
+        return .bytes(UnsafeRawBufferPointer(start: start, count: Int(count)))
     }
 }

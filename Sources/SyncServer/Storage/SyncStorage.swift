@@ -113,9 +113,9 @@ public struct TokenGrant: Sendable, Hashable {
 /// and gzip).
 public struct LogPage: Sendable, Hashable {
     /// The entries' JSON, separated by commas.
-    public var joinedEntries: [UInt8]
+    public private(set) var joinedEntries: [UInt8]
     /// Where each entry ends in ``joinedEntries``.
-    public var entryEnds: [Int]
+    public private(set) var entryEnds: [Int]
     /// Where the next page starts: the last entry's serial, or the log's end when the page was
     /// not full (everything up to it has been seen, including the excluded site's entries).
     public var nextSerial: Int64

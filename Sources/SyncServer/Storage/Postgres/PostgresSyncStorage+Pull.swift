@@ -14,9 +14,12 @@ extension PostgresSyncStorage {
             let lastSerial = try result.int64(row: 0, column: 0)
             var entries = LogPage.Entries()
             var last = serial
-            for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
-                last = try result.int64(row: row, column: 1)
-                entries.append(try result.textBytes(row: row, column: 2))
+            // The bytes are the result's own: it must live until each is copied into the page.
+            try withExtendedLifetime(result) { () throws(PostgresError) in
+                for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
+                    last = try result.int64(row: row, column: 1)
+                    entries.append(try result.textBytes(row: row, column: 2))
+                }
             }
             return LogPage(
                 entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
