@@ -25,6 +25,18 @@ static inline int csqlite_bind_blob_copy(sqlite3_stmt *stmt, int index, const vo
     return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_TRANSIENT);
 }
 
+/// sqlite3_bind_text with SQLITE_STATIC: SQLite reads the bytes in place; they must stay valid
+/// until the statement is reset or rebound.
+static inline int csqlite_bind_text_in_place(sqlite3_stmt *stmt, int index, const char *text, int byteCount) {
+    return sqlite3_bind_text(stmt, index, text, byteCount, SQLITE_STATIC);
+}
+
+/// sqlite3_bind_blob with SQLITE_STATIC: SQLite reads the bytes in place; they must stay valid
+/// until the statement is reset or rebound.
+static inline int csqlite_bind_blob_in_place(sqlite3_stmt *stmt, int index, const void *bytes, int byteCount) {
+    return sqlite3_bind_blob(stmt, index, bytes, byteCount, SQLITE_STATIC);
+}
+
 /// sqlite3_result_text with SQLITE_TRANSIENT, for custom SQL functions.
 static inline void csqlite_result_text_copy(sqlite3_context *context, const char *text, int byteCount) {
     sqlite3_result_text(context, text, byteCount, SQLITE_TRANSIENT);

@@ -269,4 +269,26 @@ struct RowTests {
         #expect(row.columnNames.isEmpty)
         withExtendedLifetime(busy) {}
     }
+
+    /// TEXT and BLOB bytes read in place are the stored bytes, from a cursor's current row and
+    /// from a copied row alike; NULL is empty; a number is refused, and so is a stale row.
+    @Test func textAndBlobBytesAreReadInPlace() throws {
+        func bytes(_ row: Row, _ index: Int) throws -> [UInt8] { try row.withUnsafeBytes(at: index) { Array($0) } }
+        let cursor = try db.fetchCursor("SELECT name, photo, age, id FROM people ORDER BY id")
+        var live: [[UInt8]] = []
+        var copies: [Row] = []
+        var first: Row?
+        while let row = try cursor.next() {
+            live += [try bytes(row, 0), try bytes(row, 1)]
+            copies.append(try row.copy())
+            first = first ?? row
+            let error = try #require(throws: DatabaseError.self) { try bytes(row, 3) }
+            #expect(error.message.contains("not TEXT or BLOB"))
+        }
+        #expect(live == [Array("Ada".utf8), [1, 2], Array("Brian".utf8), [], Array("Chen".utf8), []])
+        #expect(try copies.flatMap { [try bytes($0, 0), try bytes($0, 1)] } == live)
+        #expect(throws: DatabaseError.self) { try bytes(copies[0], 2) }
+        #expect(throws: DatabaseError.self) { try bytes(copies[0], 4) }
+        #expect(throws: DatabaseError.self) { try bytes(try #require(first), 0) }
+    }
 }

@@ -15,20 +15,22 @@ enum Gzip {
         guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return nil }
         defer { deflateEnd(&stream) }
         let bound = Int(deflateBound(&stream, uLong(data.count)))
-        var output = Data(count: bound)
-        let status = data.withUnsafeBytes { input in
-            output.withUnsafeMutableBytes { out in
+        var status = Z_OK
+        // Uninitialized: zeroing the bound (more than the whole body) cost more than copying
+        // out the compressed bytes.
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { out, written in
+            status = data.withUnsafeBytes { input in
                 stream.next_in = UnsafeMutablePointer(
                     mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
                 stream.avail_in = uInt(input.count)
-                stream.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.next_out = out.baseAddress
                 stream.avail_out = uInt(out.count)
                 return deflate(&stream, Z_FINISH)
             }
+            written = status == Z_STREAM_END ? Int(stream.total_out) : 0
         }
         guard status == Z_STREAM_END else { return nil }
-        output.count = Int(stream.total_out)
-        return output
+        return Data(output)
     }
 
     /// Whether an `Accept-Encoding` value allows gzip: `gzip` or `x-gzip` listed with a non-zero

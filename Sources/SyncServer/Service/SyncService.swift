@@ -195,14 +195,17 @@ public final class SyncService: Sendable {
         try cursor?.check(against: state)
         if let serial = cursor?.serial {
             let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
-            metrics.recordPulled(page.entries.count)
+            metrics.recordPulled(page.count)
             // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
             let next = PullCursor.log(page.nextSerial, dataset: dataset, incarnation: state.incarnation)
-            var body = #"{"changes":["# + page.entries.joined(separator: ",") + "],"
-            body += #""cursor":"\#(next.encoded)","#
-            body +=
-                #""hasMore":\#(page.hasMore),"phase":"log","remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
-            return .json(Data(body.utf8))
+            let tail =
+                #"],"cursor":"\#(next.encoded)","hasMore":\#(page.hasMore),"phase":"log","#
+                + #""remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
+            var body = Data(capacity: 16 + page.joinedEntries.count + tail.utf8.count)
+            body.append(contentsOf: #"{"changes":["#.utf8)
+            body.append(contentsOf: page.joinedEntries)
+            body.append(contentsOf: tail.utf8)
+            return .json(body)
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
         metrics.recordPulled(page.changes.count)

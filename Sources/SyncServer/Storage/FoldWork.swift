@@ -60,15 +60,14 @@ struct FoldWork {
         var first = items.startIndex
         while first < items.endIndex {
             let item = items[first]
-            let change = sources[Int(item.source)][item.index]
             row.removeAll(keepingCapacity: true)
-            row.append(change)
+            row.append(sources[Int(item.source)][item.index])
             var next = first + 1
             while next < items.endIndex, items[next].datasetID == item.datasetID, items[next].table == item.table,
                 items[next].keyPrefix == item.keyPrefix,
                 // Bytes, as the sort and the state's key compare them: `==` on strings would take
                 // two spellings of one character (composed, decomposed) for one row.
-                Self.compareBytes(sources[Int(items[next].source)][items[next].index].key, change.key) == 0
+                Self.compareBytes(sources[Int(items[next].source)][items[next].index].key, row[0].key) == 0
             {
                 row.append(sources[Int(items[next].source)][items[next].index])
                 next += 1
@@ -78,8 +77,14 @@ struct FoldWork {
         }
     }
 
-    private func change(_ item: Item) -> FoldChange {
-        sources[Int(item.source)][item.index]
+    // The one field each pass reads, not a copy of the whole change (four references retained
+    // and released).
+    private func table(_ item: Item) -> String {
+        sources[Int(item.source)][item.index].table
+    }
+
+    private func key(_ item: Item) -> String {
+        sources[Int(item.source)][item.index].key
     }
 
     /// Numbers the tables by byte order of their names (a fold has a few tables, and a run of
@@ -89,12 +94,12 @@ struct FoldWork {
         var ordinals: [[UInt8]: Int32] = [:]
         var last: (table: String, ordinal: Int32)?
         for position in items.indices {
-            let table = change(items[position]).table
-            if last.map({ Self.compareBytes($0.table, table) != 0 }) ?? true {
-                let bytes = Array(table.utf8)
+            let name = table(items[position])
+            if last.map({ Self.compareBytes($0.table, name) != 0 }) ?? true {
+                let bytes = Array(name.utf8)
                 let ordinal = ordinals[bytes] ?? Int32(ordinals.count)
                 ordinals[bytes] = ordinal
-                last = (table, ordinal)
+                last = (name, ordinal)
             }
             items[position].table = last!.ordinal
         }
@@ -109,11 +114,11 @@ struct FoldWork {
     /// keys are JSON objects that mostly start alike (`{"id":{"text":"`).
     private mutating func readKeyPrefixes() {
         guard let firstItem = items.first else { return }
-        var reference = Array(change(firstItem).key.utf8)
+        var reference = Array(key(firstItem).utf8)
         var common = reference.count
         for item in items {
-            var key = change(item).key
-            key.withUTF8 { bytes in
+            var text = key(item)
+            text.withUTF8 { bytes in
                 var matching = 0
                 let limit = min(common, bytes.count)
                 while matching < limit, bytes[matching] == reference[matching] { matching += 1 }
@@ -122,8 +127,8 @@ struct FoldWork {
         }
         reference = []
         for position in items.indices {
-            var key = change(items[position]).key
-            items[position].keyPrefix = key.withUTF8 { bytes in
+            var text = key(items[position])
+            items[position].keyPrefix = text.withUTF8 { bytes in
                 var prefix: UInt64 = 0
                 for offset in common..<(common + 8) {
                     prefix = prefix << 8 | UInt64(offset < bytes.count ? bytes[offset] : 0)

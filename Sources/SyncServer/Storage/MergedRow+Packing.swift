@@ -29,35 +29,53 @@ extension MergedRow {
         let created = self.created
         // ``Cells`` keeps them in byte order of the names.
         for (name, cell) in cells {
-            Self.appendVarint(UInt64(name.utf8.count), to: &bytes)
-            bytes.append(contentsOf: name.utf8)
             let isCreation = created.map { $0.clock == cell.version.clock && $0.site == cell.version.site } ?? false
-            let ownVersion: UInt8 = isCreation ? 0 : Self.ownVersionFlag
-            switch cell.value {
-            case .null:
-                bytes.append(0 | ownVersion)
-            case .integer(let integer):
-                bytes.append(1 | ownVersion)
-                Self.appendVarint(UInt64(bitPattern: (integer << 1) ^ (integer >> 63)), to: &bytes)
-            case .real(let real):
-                bytes.append(2 | ownVersion)
-                Self.appendFixed(real.bitPattern, to: &bytes)
-            case .text(let text):
-                bytes.append(3 | ownVersion)
-                Self.appendVarint(UInt64(text.utf8.count), to: &bytes)
-                bytes.append(contentsOf: text.utf8)
-            case .blob(let data):
-                bytes.append(4 | ownVersion)
-                Self.appendVarint(UInt64(data.count), to: &bytes)
-                bytes.append(contentsOf: data)
-            }
-            if ownVersion != 0 {
-                Self.appendFixed(UInt64(bitPattern: cell.version.clock), to: &bytes)
-                Self.appendVarint(UInt64(cell.version.site.count), to: &bytes)
-                bytes.append(contentsOf: cell.version.site)
-            }
+            Self.appendCell(name: name, value: cell.value, ownVersion: isCreation ? nil : cell.version, to: &bytes)
         }
         return Data(bytes)
+    }
+
+    /// What ``packedCells`` is for the row that `insert` alone creates (`MergedRow()` merged with
+    /// it), packed straight from its columns into `bytes` (emptied first): a fold's commonest
+    /// row, a new one, without building and tearing down its cells. False when that row has no
+    /// cells (`packedCells` nil).
+    static func packCellsOfRow(createdBy insert: FoldChange, into bytes: inout [UInt8]) -> Bool {
+        bytes.removeAll(keepingCapacity: true)
+        // ``merge(_:)`` writes no column of an insert older than every version (clock below 0).
+        guard !insert.columns.isEmpty, !(insert.version < ChangeVersion(clock: 0, site: Data())) else { return false }
+        bytes.append(packingFormat)
+        // The change lists its columns in ``Cells``' order, each written by the row's creation.
+        for (name, value) in insert.columns { appendCell(name: name, value: value, ownVersion: nil, to: &bytes) }
+        return true
+    }
+
+    /// One cell in the layout above; `ownVersion` nil for a cell the row's creation wrote.
+    private static func appendCell(name: String, value: WireValue, ownVersion: ChangeVersion?, to bytes: inout [UInt8])
+    {
+        appendText(name, to: &bytes)
+        let flag: UInt8 = ownVersion == nil ? 0 : ownVersionFlag
+        switch value {
+        case .null:
+            bytes.append(0 | flag)
+        case .integer(let integer):
+            bytes.append(1 | flag)
+            appendVarint(UInt64(bitPattern: (integer << 1) ^ (integer >> 63)), to: &bytes)
+        case .real(let real):
+            bytes.append(2 | flag)
+            appendFixed(real.bitPattern, to: &bytes)
+        case .text(let text):
+            bytes.append(3 | flag)
+            appendText(text, to: &bytes)
+        case .blob(let data):
+            bytes.append(4 | flag)
+            appendVarint(UInt64(data.count), to: &bytes)
+            bytes.append(contentsOf: data)
+        }
+        if let ownVersion {
+            appendFixed(UInt64(bitPattern: ownVersion.clock), to: &bytes)
+            appendVarint(UInt64(ownVersion.site.count), to: &bytes)
+            bytes.append(contentsOf: ownVersion.site)
+        }
     }
 
     /// A row as read from `server_rows`; throws when `packedCells` is not a blob this release wrote.
@@ -112,6 +130,16 @@ extension MergedRow {
         ServerError(
             .storage, "a row of server_rows has cells this release cannot read (\(detail))",
             fix: "restore the data directory from a backup, or run the ostore-server release that wrote it")
+    }
+
+    /// The text's length (varint) and UTF-8 bytes, copied as one buffer: appending the `utf8`
+    /// view went byte by byte, a third of the packing.
+    private static func appendText(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            appendVarint(UInt64(utf8.count), to: &bytes)
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

@@ -85,7 +85,10 @@ extension SQLiteSyncStorage {
         }
         handed = leftOver
         let statements = try FoldStatements(db)
-        try work.forEachRow { datasetID, changes in try merge(changes, datasetID: datasetID, statements, db) }
+        var buffers = NewRowBuffers()
+        try work.forEachRow { datasetID, changes in
+            try merge(changes, datasetID: datasetID, statements, &buffers, db)
+        }
         for (datasetID, serial) in folded.serials {
             try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
         }
@@ -124,12 +127,19 @@ extension SQLiteSyncStorage {
     /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
     /// memory (``MergedRow/merge(_:)``), written once if anything changed. A row whose first
     /// change is an insert is most likely new to the state: its merge from nothing is inserted
-    /// without reading first, and read only if the insert finds the row there.
+    /// without reading first, and read only if the insert finds the row there. A row whose only
+    /// change is an insert, the usual one, has its cells packed straight from the change and its
+    /// values bound in place from `buffers`.
     private static func merge(
-        _ changes: some Collection<FoldChange>, datasetID: Int64, _ statements: FoldStatements, _ db: Database
+        _ changes: some Collection<FoldChange>, datasetID: Int64, _ statements: FoldStatements,
+        _ buffers: inout NewRowBuffers, _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        if first.op == .insert {
+        if first.op == .insert, changes.count == 1 {
+            let arguments = buffers.arguments(datasetID: datasetID, createdBy: first)
+            try statements.insertNewRow.execute(arguments)
+            if db.changesCount == 1 { return }
+        } else if first.op == .insert {
             var merged = MergedRow()
             for change in changes { merged.merge(change) }
             try statements.insertNewRow.execute(
@@ -157,6 +167,31 @@ extension SQLiteSyncStorage {
         guard let clock = try row.decode(Int64?.self, at: index), let site = try row.decode(Data?.self, at: index + 1)
         else { return nil }
         return ChangeVersion(clock: clock, site: site)
+    }
+}
+
+/// What a fold reuses from one new row to the next: its packed cells and the arguments of its
+/// insert (`datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells`).
+private struct NewRowBuffers {
+    private var cells: [UInt8] = []
+    private var bulk = BulkArguments()
+
+    /// The insert's arguments for the row that `insert` alone creates.
+    mutating func arguments(datasetID: Int64, createdBy insert: FoldChange) -> BulkArguments {
+        bulk.removeAll()
+        bulk.append(datasetID)
+        bulk.append(text: insert.table)
+        bulk.append(text: insert.key)
+        bulk.append(insert.version.clock)
+        bulk.append(blob: insert.version.site)
+        bulk.appendNull()
+        bulk.appendNull()
+        if MergedRow.packCellsOfRow(createdBy: insert, into: &cells) {
+            bulk.append(blob: cells)
+        } else {
+            bulk.appendNull()
+        }
+        return bulk
     }
 }
 

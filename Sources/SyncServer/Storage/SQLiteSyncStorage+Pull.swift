@@ -21,11 +21,13 @@ extension SQLiteSyncStorage {
                     WHERE datasetID = \(datasetID) AND serial > \(serial) AND site <> \(site.bytes)
                     ORDER BY serial LIMIT \(limit)
                     """)
-                var entries: [String] = []
+                var entries = LogPage.Entries()
                 var last = serial
                 while let row = try cursor.next() {
                     last = try row.decode(at: 0)
-                    entries.append(try row.decode(at: 1))
+                    // In place: no string each (its UTF-8 check and copy) for bytes passed on as
+                    // they are. (A BLOB cast cost SQLite a copy of each body.)
+                    try row.withUnsafeBytes(at: 1) { entries.append($0) }
                 }
                 return LogPage(
                     entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)

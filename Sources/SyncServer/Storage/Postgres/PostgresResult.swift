@@ -87,6 +87,12 @@ final class PostgresResult {
         String(decoding: try bytes(row: row, column: column, [.text]), as: UTF8.self)
     }
 
+    /// A text value's bytes in place, valid while this result lives: for bytes passed on as they
+    /// are, without a string's UTF-8 check and copy.
+    func textBytes(row: Int, column: Int) throws(PostgresError) -> UnsafeRawBufferPointer {
+        try bytes(row: row, column: column, [.text])
+    }
+
     func optionalString(row: Int, column: Int) throws(PostgresError) -> String? {
         isNull(row: row, column: column) ? nil : try string(row: row, column: column)
     }

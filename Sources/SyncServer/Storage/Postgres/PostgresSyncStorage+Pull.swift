@@ -12,11 +12,14 @@ extension PostgresSyncStorage {
                 Statements.readLog, [.text(dataset), .int8(serial), .bytea(site.bytes), .int8(Int64(limit))])
             guard result.rowCount > 0 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
             let lastSerial = try result.int64(row: 0, column: 0)
-            var entries: [String] = []
+            var entries = LogPage.Entries()
             var last = serial
-            for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
-                last = try result.int64(row: row, column: 1)
-                entries.append(try result.string(row: row, column: 2))
+            // The bytes are the result's own: it must live until each is copied into the page.
+            try withExtendedLifetime(result) { () throws(PostgresError) in
+                for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
+                    last = try result.int64(row: row, column: 1)
+                    entries.append(try result.textBytes(row: row, column: 2))
+                }
             }
             return LogPage(
                 entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
