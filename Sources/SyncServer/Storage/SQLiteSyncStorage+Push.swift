@@ -4,12 +4,10 @@ import SyncProtocol
 import SyncStoreBridge
 
 extension SQLiteSyncStorage {
-    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
-        -> Int64
-    {
-        // Encoded before the write lock is taken: the log keeps each change's canonical JSON, the
-        // folder what it merges.
-        let json = try BatchJSON(changes)
+    public func storeBatch(
+        _ changes: [Change], json: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
+    ) throws -> Int64 {
+        // The log keeps each change's canonical JSON, the folder what it merges.
         let bodies = json.bodies
         let folds = changes.indices.map { index in FoldChange(changes[index], key: json.keys[index]) }
         let appended = try storageWork("storing a batch in dataset \(dataset)") {

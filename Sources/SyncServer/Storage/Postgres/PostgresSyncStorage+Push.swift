@@ -6,12 +6,10 @@ extension PostgresSyncStorage {
     /// orders serials, docs/POSTGRES.md), read the site's high-water mark and the current state of
     /// the rows the batch touches, merge in memory by the same rule as ``SQLiteSyncStorage``,
     /// then write the log entries, rows and cells as arrays.
-    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
-        -> Int64
-    {
-        // Encoded before the lock is taken: the log keeps each change's canonical JSON, written as
-        // the SQLite backend writes it.
-        let json = try BatchJSON(changes)
+    public func storeBatch(
+        _ changes: [Change], json: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
+    ) throws -> Int64 {
+        // The log keeps each change's canonical JSON, as the SQLite backend keeps it.
         let (bodies, keys) = (json.bodies, json.keys)
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
