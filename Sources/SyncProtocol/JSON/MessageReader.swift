@@ -275,7 +275,9 @@ package struct MessageReader {
         var previous: Name?
         let complete = object { reader, name in
             // The writer sorts the names by their bytes.
-            if let previous, !reader.precedes(previous, name) { reader.isCanonical = false }
+            if reader.keepsTexts, reader.isCanonical, let previous, !reader.precedes(previous, name) {
+                reader.isCanonical = false
+            }
             previous = name
             guard let value = reader.value() else { return false }
             return values.updateValue(value, forKey: reader.interned(name)) == nil
@@ -301,7 +303,9 @@ package struct MessageReader {
             } else if reader.matches(tag, "real") {
                 let start = reader.offset
                 value = reader.real().map(WireValue.real)
-                if reader.isCanonical { reader.isCanonical = reader.isCanonicalReal(start..<reader.offset) }
+                if reader.keepsTexts, reader.isCanonical {
+                    reader.isCanonical = reader.isCanonicalReal(start..<reader.offset)
+                }
             } else if reader.matches(tag, "null") {
                 guard reader.literal("true") else { return false }
                 value = .null
