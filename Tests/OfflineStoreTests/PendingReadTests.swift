@@ -77,4 +77,18 @@ private enum PendingReadPlan: MigrationPlan {
             #expect(batches == whole, "batches of \(size)")
         }
     }
+
+    /// Regression (review): a batch of no changes, or fewer, read the whole queue when it was all
+    /// of one table (SQLite reads `LIMIT -1` as no limit); it is empty, as it was before.
+    @Test func aBatchOfNoChangesIsEmpty() throws {
+        let directory = try TemporaryDirectory()
+        let db = try Database(path: directory.path("store.sqlite"))
+        let log = try ChangeLog.open(db, migrator: try Migrator(plan: PendingReadPlan.self))
+        for index in 1...3 {
+            try db.execute(sql: "INSERT INTO notes (id, title) VALUES (?, 'x')", arguments: ["n\(index)"])
+        }
+        #expect(try log.pendingChanges(db, limit: 0).isEmpty)
+        #expect(try log.pendingChanges(db, limit: -1).isEmpty)
+        #expect(try log.pendingChanges(db, limit: 3).count == 3)
+    }
 }

@@ -61,6 +61,8 @@ public struct ChangeLog: Sendable {
     package func pendingChanges<Converted>(
         _ db: Database, after sequence: Int64?, limit: Int, _ convert: (PendingEntry) throws -> Converted
     ) throws -> [Converted] {
+        // SQLite reads `LIMIT -1` as no limit: nothing is asked for, nothing is read.
+        guard limit > 0 else { return [] }
         let log = try ChangeJournal.readableLog(db, fold: true)
         // One read transaction for the batch: in autocommit mode every row read took and released
         // the WAL's read lock (two fcntl calls, 200,000 for a push of 100,000 changes) and checked

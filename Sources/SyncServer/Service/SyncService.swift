@@ -180,9 +180,9 @@ public final class SyncService: Sendable {
             }
             previous = seq
         }
-        let json = try BatchJSON(push.changes, texts: texts, in: body)
+        let batch = try BatchJSON(push.changes, texts: texts, in: body)
         let acknowledged = try storage.storeBatch(
-            push.changes, json: json, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
+            batch, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
         metrics.recordPushed(push.changes.count)
         return PushResponse(site: push.site, acknowledgedThrough: acknowledged)
     }

@@ -12,14 +12,22 @@ import SyncProtocol
 /// from the body instead (``init(_:texts:in:)``).
 ///
 /// ```swift
-/// let json = try BatchJSON(changes)
-/// try insertLog.execute(datasetID, serial, site, json.bodies[0])
+/// let batch = try BatchJSON(changes)
+/// let serial = try storage.storeBatch(batch, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
 /// ```
 public struct BatchJSON: Sendable {
+    /// The batch's changes, in order; ``bodies`` and ``keys`` are theirs, index for index.
+    public let changes: [Change]
     let bodies: [String]
     let keys: [String]
 
+    /// The canonical JSON of each of `changes`, written.
+    ///
+    /// ```swift
+    /// let serial = try storage.storeBatch(try BatchJSON(changes), site: site, clientSchema: version, dataset: name)
+    /// ```
     public init(_ changes: [Change]) throws {
+        self.changes = changes
         var bodyWriter = CanonicalJSONWriter(capacity: 384 * changes.count)
         var keyWriter = CanonicalJSONWriter(capacity: 64 * changes.count)
         var bodyEnds: [Int] = []
@@ -46,6 +54,7 @@ public struct BatchJSON: Sendable {
             self = try BatchJSON(changes)
             return
         }
+        self.changes = changes
         var bodies: [String] = []
         var keys: [String] = []
         bodies.reserveCapacity(changes.count)

@@ -39,9 +39,9 @@ public protocol SyncStorage: Sendable {
     /// Stores the changes of `site` not stored yet (those with a `seq` above the site's high-water
     /// mark), all or nothing, after checking inside the same transaction that the dataset still
     /// accepts `clientSchema`'s major version (else `ErrorBody(.upgradeRequired)`). Returns the
-    /// site's new high-water mark. `json` holds the changes' canonical JSON (the log's bodies and
-    /// the state's keys), made before any lock is taken.
-    func storeBatch(_ changes: [Change], json: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String)
+    /// site's new high-water mark. `batch` holds the changes with their canonical JSON (the log's
+    /// bodies and the state's keys), made before any lock is taken.
+    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String)
         throws -> Int64
     /// Up to `limit` log entries after `serial`, leaving out `site`'s own.
     func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
@@ -56,7 +56,7 @@ public protocol SyncStorage: Sendable {
 }
 
 extension SyncStorage {
-    /// ``storeBatch(_:json:site:clientSchema:dataset:)`` with the changes' canonical JSON written
+    /// The protocol's `storeBatch` of a ``BatchJSON``, with the changes' canonical JSON written
     /// here.
     ///
     /// ```swift
@@ -65,7 +65,7 @@ extension SyncStorage {
     public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
         -> Int64
     {
-        try storeBatch(changes, json: try BatchJSON(changes), site: site, clientSchema: clientSchema, dataset: dataset)
+        try storeBatch(try BatchJSON(changes), site: site, clientSchema: clientSchema, dataset: dataset)
     }
 }
 

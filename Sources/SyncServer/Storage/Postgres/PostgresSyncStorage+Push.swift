@@ -7,10 +7,11 @@ extension PostgresSyncStorage {
     /// the rows the batch touches, merge in memory by the same rule as ``SQLiteSyncStorage``,
     /// then write the log entries, rows and cells as arrays.
     public func storeBatch(
-        _ changes: [Change], json: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
+        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
     ) throws -> Int64 {
+        let changes = batch.changes
         // The log keeps each change's canonical JSON, as the SQLite backend keeps it.
-        let (bodies, keys) = (json.bodies, json.keys)
+        let (bodies, keys) = (batch.bodies, batch.keys)
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
                 let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
