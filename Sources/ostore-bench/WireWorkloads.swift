@@ -85,7 +85,7 @@ struct WireWorkloads {
         return PushRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes)
     }
 
-    /// As the client writes a push body (`SyncRequests.encode(_:)`).
+    /// A push body from `Change`s: the bytes a client writes from its queue (`PushBody`).
     static func encodePush(_ push: PushRequest) throws -> Data {
         var writer = CanonicalJSONWriter(capacity: 256 * push.changes.count + 256)
         try writer.write(push)

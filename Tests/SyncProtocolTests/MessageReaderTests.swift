@@ -15,12 +15,70 @@ struct MessageReaderTests {
         for _ in 0..<200 {
             let body = try RandomPushes.body(&random, names: RandomChanges.plainNames)
             let push = try #require(
-                MessageReader.read(body, limits: .standard), "\(String(decoding: body, as: UTF8.self))")
+                MessageReader.read(body, limits: .standard)?.push, "\(String(decoding: body, as: UTF8.self))")
             try expectSameAnswer(body)
             #expect(push.changes.count <= 8)
         }
         let stored = try ProtocolFiles.data("vectors/push-request.basic.json")
         #expect(MessageReader.read(stored, limits: .standard) != nil)
+    }
+
+    /// A body as a client writes it (canonical, reals that are whole numbers, as the bench's todos
+    /// carry) has every change's text in place, and the texts are the writer's bytes; whitespace,
+    /// an upper-case site, an escape, members or names out of order, or a fraction leave the
+    /// change to be written again. (Every other test here checks, through `expectSameAnswer`, that
+    /// no text is ever given that differs from the writer's.)
+    @Test func canonicalChangesKeepTheirTextAndOthersDoNot() throws {
+        let site = try #require(SiteID(hex: "00112233445566778899aabbccddeeff"))
+        var changes: [Change] = []
+        for index in 1...20 {
+            let id = WireValue.text("id-\(index)")
+            var columns: [String: WireValue] = [:]
+            if index % 5 != 0 {
+                columns["id"] = id
+                columns["title"] = .text("Buy milk \(index) é")
+                columns["done"] = .integer(Int64(index % 2))
+                columns["updatedAt"] = .real(1.7e9 + Double(index))
+                columns["picture"] = .blob(Data([1, 2, UInt8(index)]))
+                columns["note"] = .null
+                columns["Zeta"] = .real(-Double(index))
+            }
+            let clock = try #require(ChangeClock(milliseconds: 1_764_000_000_000, counter: Int64(index)))
+            changes.append(
+                Change(
+                    table: "todos", key: ["id": id], op: index % 5 == 0 ? .delete : .insert, columns: columns,
+                    clock: clock, site: site, seq: Int64(index)))
+        }
+        let body = try ProtocolJSON.encode(
+            PushRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes))
+        let (push, texts) = try #require(MessageReader.read(body, limits: .standard))
+        #expect(push.changes == changes)
+        #expect(texts.count == changes.count)
+        for (change, text) in zip(changes, texts) {
+            let text = try #require(text)
+            #expect(body[text.change] == Data(try change.canonicalJSON().utf8))
+            #expect(body[text.key] == Data(try change.canonicalKeyJSON().utf8))
+        }
+        let written = String(decoding: body, as: UTF8.self)
+        let edits: [(String, String)] = [
+            (#""op":"#, #""op": "#),
+            (#"00112233445566778899aabbccddeeff","table""#, #"00112233445566778899AABBCCDDEEFF","table""#),
+            (#""Buy milk"#, #""Buy\u0020milk"#), (#""title":{"text""#, #""title":{ "text""#),
+            (#""todos""#, #""tod\u006fs""#), (#""insert""#, #""ins\u0065rt""#),
+            (#"{"integer":"1"}"#, #"{"integer":"\u0031"}"#),
+            (#""updatedAt":{"real":1700000001}"#, #""updatedAt":{"real":1700000001.5}"#),
+            (#""updatedAt":{"real":1700000001}"#, #""updatedAt":{"real":1.700000001e9}"#),
+            (#""Zeta":{"real":-1}"#, #""Zeta":{"real":-1.0}"#), (#"{"blob":"AQIB"}"#, #"{"blob":"AQ\/B"}"#),
+            (#"{"Zeta":{"real":-1},"done":{"integer":"1"}"#, #"{"done":{"integer":"1"},"Zeta":{"real":-1}"#),
+            (#","key":{"id":{"text":"id-1"}},"op":"insert""#, #","op":"insert","key":{"id":{"text":"id-1"}}"#),
+        ]
+        for (from, to) in edits {
+            let range = try #require(written.range(of: from), "\(from)")
+            let edited = Data(written.replacingCharacters(in: range, with: to).utf8)
+            try expectSameAnswer(edited)
+            guard let (_, texts) = MessageReader.read(edited, limits: .standard) else { continue }
+            #expect(texts.contains { $0 == nil }, "\(to)")
+        }
     }
 
     @Test func vectorsAndRequestCasesGetTheStrictReadersAnswer() throws {
@@ -177,11 +235,11 @@ struct MessageReaderTests {
             }
             let push = PushRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes)
             var body = String(decoding: try ProtocolJSON.encode(push), as: UTF8.self)
-            #expect(MessageReader.read(Data(body.utf8), limits: .standard) == push)
+            #expect(MessageReader.read(Data(body.utf8), limits: .standard)?.push == push)
             // A site in capitals is the same site; one digit off is another.
             body = body.replacingOccurrences(
                 of: String(describing: sites[1]), with: String(describing: sites[1]).uppercased())
-            #expect(MessageReader.read(Data(body.utf8), limits: .standard) == push)
+            #expect(MessageReader.read(Data(body.utf8), limits: .standard)?.push == push)
             let page = PullResponse(changes: changes, cursor: "c", hasMore: false, phase: .log, remaining: 0)
             #expect(MessageReader.readPullPage(try ProtocolJSON.encode(page)) == page)
         }
@@ -227,6 +285,14 @@ struct MessageReaderTests {
         switch (fast, strict) {
         case (.success(let fast), .success(let strict)):
             #expect(try ProtocolJSON.encode(fast) == ProtocolJSON.encode(strict), sourceLocation: sourceLocation)
+            // A change's text taken from the body must be the writer's, byte for byte.
+            let (push, texts) = try ProtocolJSON.decodePushKeepingText(from: body, limits: limits)
+            #expect(texts.count == push.changes.count, sourceLocation: sourceLocation)
+            for (change, text) in zip(push.changes, texts) {
+                guard let text else { continue }
+                #expect(body[text.change] == Data(try change.canonicalJSON().utf8), sourceLocation: sourceLocation)
+                #expect(body[text.key] == Data(try change.canonicalKeyJSON().utf8), sourceLocation: sourceLocation)
+            }
         case (.failure(let fast), .failure(let strict)):
             // Refusals all come from the strict reader; its message may name either of two bad
             // members of one dictionary (Foundation walks a dictionary in hash order, which

@@ -61,11 +61,27 @@ public struct ChangeLog: Sendable {
     package func pendingChanges<Converted>(
         _ db: Database, after sequence: Int64?, limit: Int, _ convert: (PendingEntry) throws -> Converted
     ) throws -> [Converted] {
+        // SQLite reads `LIMIT -1` as no limit: nothing is asked for, nothing is read.
+        guard limit > 0 else { return [] }
         let log = try ChangeJournal.readableLog(db, fold: true)
         // One read transaction for the batch: in autocommit mode every row read took and released
         // the WAL's read lock (two fcntl calls, 200,000 for a push of 100,000 changes) and checked
         // the files for changes.
         return try db.transaction(.deferred) { db in
+            var after = try sequence ?? pushedSequence(db)
+            var changes: [Converted] = []
+            changes.reserveCapacity(min(limit, 10_000))
+            var tables = PendingTables(schema: schema)
+            // The next `limit` entries all of one table with a one-column key (a bulk of inserts or
+            // edits, the usual batch): read with their rows by one statement.
+            if let (id, table) = try tables.soleTable(after: after, limit: limit, in: log, db) {
+                let read = try table.joinedEntries(tableID: id, after: after, limit: limit, in: log, db) {
+                    changes.append(try convert($0))
+                }
+                // Fewer entries than asked for: the queue ends there.
+                guard read.count == limit, changes.count < limit else { return changes }
+                after = read.last
+            }
             let entries = try db.cachedStatement(
                 """
                 SELECT c.seq, c.tableID, t.name, c.pk, c.columnName, c.clock
@@ -73,10 +89,7 @@ public struct ChangeLog: Sendable {
                 WHERE c.seq > ? AND c.site = 0 ORDER BY c.seq
                 """)
             defer { entries.reset() }
-            try entries.bind(.integer(try sequence ?? pushedSequence(db)), toParameter: 1)
-            var changes: [Converted] = []
-            changes.reserveCapacity(min(limit, 10_000))
-            var tables = PendingTables(schema: schema)
+            try entries.bind(.integer(after), toParameter: 1)
             // Entries with nothing to push (a row changed and then deleted before the delete's own
             // entry, a table gone from the schema) are passed over; reading goes on until the batch
             // is full or the queue ends, so an empty batch always means an empty queue.

@@ -154,13 +154,13 @@ public final class SyncEngine {
         let batchSize = max(1, min(configuration.pushBatchSize, limits.maxChangesPerPush))
         // The batch on its way to the server (sent and answered on another thread) while the next
         // one is read from the log and encoded, so the store and the server work at the same time.
-        var inFlight: (answer: Prefetch<PushResponse>, changes: [Change])?
+        var inFlight: (answer: Prefetch<PushResponse>, changes: [PendingEntry])?
         // Where the next read starts: after the batch in flight; nil, after the last acknowledged.
         var readAfter: Int64?
         do throws(SyncError) {
             while true {
                 var next = try store {
-                    try log.pendingChanges(db, after: readAfter, limit: batchSize) { Change($0, site: site) }
+                    try log.pendingChanges(db, after: readAfter, limit: batchSize) { $0 }
                 }
                 // Encoded before waiting for the batch in flight, so this work too is done while
                 // the server stores that one. A batch of wide rows is halved until the server's
@@ -171,11 +171,11 @@ public final class SyncEngine {
                     body = try encodePush(next)
                 }
                 // A batch the server took whole, settled only once the next one is on its way.
-                var taken: (changes: [Change], answer: Result<PushResponse, SyncError>)?
+                var taken: (changes: [PendingEntry], answer: Result<PushResponse, SyncError>)?
                 if let sent = inFlight {
                     inFlight = nil
                     let answer = Result { () throws(SyncError) -> PushResponse in try sent.answer.value() }
-                    if case .success(let ack) = answer, ack.acknowledgedThrough >= (sent.changes.last?.seq ?? 0),
+                    if case .success(let ack) = answer, ack.acknowledgedThrough >= (sent.changes.last?.sequence ?? 0),
                         !next.isEmpty, body.count <= limits.maxBodyBytes
                     {
                         // Settling (marking it pushed and saving the state, a write transaction)
@@ -198,7 +198,7 @@ public final class SyncEngine {
                     // would block every change queued after it, sync after sync. It is kept with
                     // the reason, as a change the server refused is; what precedes it is settled.
                     try keepRefused(
-                        next[0], code: ErrorCode.bodyTooLarge.rawValue,
+                        Change(next[0], site: site), code: ErrorCode.bodyTooLarge.rawValue,
                         reason: "the change alone is \(body.count) bytes as a push, more than the server takes "
                             + "(\(limits.maxBodyBytes) bytes, its --max-body-bytes); store large values elsewhere "
                             + "or raise the server's limit, then write the row again",
@@ -208,7 +208,7 @@ public final class SyncEngine {
                 }
                 guard let last = next.last else { return }
                 inFlight = (send(body), next)
-                readAfter = last.seq
+                readAfter = last.sequence
                 if let taken {
                     _ = try settle(taken.changes, answer: taken.answer, state: &state, report: &report)
                 }
@@ -219,11 +219,8 @@ public final class SyncEngine {
         }
     }
 
-    private func encodePush(_ changes: [Change]) throws(SyncError) -> Data {
-        try SyncRequests.encode(
-            PushRequest(
-                protocolVersion: ProtocolVersion.current, schemaVersion: announcedSchema.version, site: site,
-                changes: changes))
+    private func encodePush(_ changes: [PendingEntry]) throws(SyncError) -> Data {
+        try PushBody.encode(changes, schemaVersion: announcedSchema.version, site: site)
     }
 
     /// Sends an encoded push on another thread.
@@ -238,7 +235,7 @@ public final class SyncEngine {
     /// it), pushes those before it, keeps it with the server's reason, and leaves the rest for the
     /// next read. Returns whether the whole batch is acknowledged.
     private func settle(
-        _ batch: [Change], answer first: Result<PushResponse, SyncError>, state: inout SyncState,
+        _ batch: [PendingEntry], answer first: Result<PushResponse, SyncError>, state: inout SyncState,
         report: inout SyncReport
     ) throws(SyncError) -> Bool {
         var changes = batch
@@ -256,7 +253,7 @@ public final class SyncEngine {
                     }
                 }
                 report.pushed += changes.count
-                return changes.count == batch.count && ack.acknowledgedThrough >= (batch.last?.seq ?? 0)
+                return changes.count == batch.count && ack.acknowledgedThrough >= (batch.last?.sequence ?? 0)
             case .failure(let error):
                 // A 413 for a push of one change names that change as a 400 does (the server's
                 // limit went down since the hello announced it).
@@ -270,7 +267,9 @@ public final class SyncEngine {
                     answer = Result { () throws(SyncError) -> PushResponse in try send(encodePush(prefix)).value() }
                     continue
                 }
-                try keepRefused(changes[0], code: error.code?.rawValue ?? "?", reason: error.message, report: &report)
+                try keepRefused(
+                    Change(changes[0], site: site), code: error.code?.rawValue ?? "?", reason: error.message,
+                    report: &report)
                 // What followed it comes in the next round, read again from the log.
                 return false
             }

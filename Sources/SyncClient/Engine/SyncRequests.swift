@@ -28,18 +28,6 @@ struct SyncRequests: Sendable {
         }
     }
 
-    /// A push's body: the bytes ``encode(_:_:)`` would write, from ``CanonicalJSONWriter``
-    /// (through `Encodable` it cost five times the rest of reading and sending a change).
-    static func encode(_ push: PushRequest) throws(SyncError) -> Data {
-        var writer = CanonicalJSONWriter(capacity: 256 * push.changes.count + 256)
-        do {
-            try writer.write(push)
-        } catch {
-            throw SyncError(.store, "cannot encode the push request: \(error)")
-        }
-        return writer.data
-    }
-
     /// The same with the body already encoded.
     func exchange<Answer: Decodable>(
         _ name: String, body: Data, read: (Data) -> Answer? = { _ in nil }, isCancelled: () -> Bool = { false }

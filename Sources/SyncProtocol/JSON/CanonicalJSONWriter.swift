@@ -317,25 +317,59 @@ public struct CanonicalJSONWriter: Sendable {
     /// A change, its members in sorted order: clock, columns, key, op, seq, site, table.
     public mutating func write(_ change: Change) throws {
         makeUnique()
+        try writeChange(
+            clock: change.clock, columns: { writer in try writer.write(change.columns) },
+            key: { writer in try writer.write(change.key) }, op: change.op, seq: change.seq, site: change.site,
+            table: change.table)
+    }
+
+    /// A change whose key and columns the caller writes itself, as lists it already holds in
+    /// canonical order (a client's queue keeps them so: making two dictionaries per change only
+    /// for this writer to sort them again cost a client more than writing the change): `columns`
+    /// and `key` each write one object, with ``writeMembers(count:_:)``. The rest is what
+    /// ``write(_:)-(Change)`` writes.
+    public mutating func writeChange(
+        clock: ChangeClock, columns: (inout CanonicalJSONWriter) throws -> Void,
+        key: (inout CanonicalJSONWriter) throws -> Void, op: Change.Operation, seq: Int64, site: SiteID,
+        table: String
+    ) throws {
+        makeUnique()
         raw(#"{"clock":""#)
-        integer(change.clock.milliseconds)
+        integer(clock.milliseconds)
         append(UInt8(ascii: "-"))
-        integer(change.clock.counter)
+        integer(clock.counter)
         raw(#"","columns":"#)
-        try write(change.columns)
+        try columns(&self)
         raw(#","key":"#)
-        try write(change.key)
-        switch change.op {
+        try key(&self)
+        switch op {
         case .insert: raw(#","op":"insert""#)
         case .update: raw(#","op":"update""#)
         case .delete: raw(#","op":"delete""#)
         }
         raw(#","seq":"#)
-        integer(change.seq)
+        integer(seq)
         raw(#","site":"#)
-        siteID(change.site)
+        siteID(site)
         raw(#","table":"#)
-        string(change.table)
+        string(table)
+        append(UInt8(ascii: "}"))
+    }
+
+    /// An object of `count` members in the order `member` gives them (`member(index)` is the
+    /// `index`th): the bytes ``write(_:)-([String:WireValue])`` writes for a dictionary of them
+    /// only when they come sorted by the UTF-8 bytes of their names, no name twice, which the
+    /// caller guarantees.
+    public mutating func writeMembers(count: Int, _ member: (Int) throws -> (name: String, value: WireValue))
+        throws
+    {
+        makeUnique()
+        append(UInt8(ascii: "{"))
+        for index in 0..<count {
+            if index > 0 { append(UInt8(ascii: ",")) }
+            let (name, value) = try member(index)
+            try self.member(name, value)
+        }
         append(UInt8(ascii: "}"))
     }
 
@@ -356,18 +390,36 @@ public struct CanonicalJSONWriter: Sendable {
     /// client writes its pushes with it: through `Encodable`, encoding a push cost a client more
     /// than reading its changes from the log.
     public mutating func write(_ request: PushRequest) throws {
+        try writePush(
+            protocolVersion: request.protocolVersion, schemaVersion: request.schemaVersion, site: request.site,
+            changeCount: request.changes.count
+        ) { writer, index in try writer.write(request.changes[index]) }
+    }
+
+    /// A push whose changes the caller writes, `change(&writer, index)` the `index`th (with
+    /// ``writeChange(clock:columns:key:op:seq:site:table:)``): the bytes ``write(_:)-(PushRequest)``
+    /// writes for a request of those changes.
+    public mutating func writePush(
+        protocolVersion: Int, schemaVersion: SchemaVersion, site: SiteID, changeCount: Int,
+        change: (inout CanonicalJSONWriter, Int) throws -> Void
+    ) throws {
         makeUnique()
-        try openWith(request.changes)
+        raw(#"{"changes":["#)
+        for index in 0..<changeCount {
+            if index > 0 { append(UInt8(ascii: ",")) }
+            try change(&self, index)
+        }
+        append(UInt8(ascii: "]"))
         raw(#","protocolVersion":"#)
-        integer(Int64(request.protocolVersion))
+        integer(Int64(protocolVersion))
         raw(#","schemaVersion":"#)
-        string(request.schemaVersion.description)
+        string(schemaVersion.description)
         raw(#","site":"#)
-        siteID(request.site)
+        siteID(site)
         append(UInt8(ascii: "}"))
     }
 
-    /// `{"changes":[…]`, the first member of a pull page and of a push.
+    /// `{"changes":[…]`, the first member of a pull page.
     private mutating func openWith(_ changes: [Change]) throws {
         raw(#"{"changes":["#)
         for (index, change) in changes.enumerated() {

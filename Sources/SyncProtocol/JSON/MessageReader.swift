@@ -29,20 +29,45 @@ package struct MessageReader {
     /// (an insert carries its key's text twice: in `columns` and in `key`).
     private var lastText: (name: Name, string: String)?
     /// The last site read and where its digits are: every change of a push has the push's site.
-    private var lastSite: (position: Int, site: SiteID)?
+    private var lastSite: (position: Int, site: SiteID, isLowercase: Bool)?
     /// How many members the last key and the last columns had: the next dictionary is made with
     /// room for as many, so it is not regrown while it fills.
     private var lastKeyCount = 1
     private var lastColumnsCount = 4
+    /// Whether the change being read is, so far, written exactly as ``CanonicalJSONWriter`` writes
+    /// it (see ``CanonicalText``): anything the writer would write otherwise clears it.
+    private var isCanonical = true
+    /// Each change's ``CanonicalText`` as the push is read, nil for one not written canonically
+    /// (kept for a push only: a server keeps the text, a client applies the values).
+    private var texts: [CanonicalText?] = []
+    private let keepsTexts: Bool
 
-    /// The push, or nil when the body is not one this reader vouches for.
-    static func read(_ data: Data, limits: Limits) -> PushRequest? {
+    /// Where a pushed change's canonical JSON, and its key's, lie in the body it was read from:
+    /// set only when the bytes are exactly what ``CanonicalJSONWriter`` writes for the change this
+    /// reader made of them (`write(_:)` of the change, and of its key), so a server can keep them
+    /// without writing them again. That holds when, throughout the change: no whitespace; the
+    /// members in the writer's order (`clock, columns, key, op, seq, site, table`, `columns` too
+    /// when empty) and a key's or columns' names in strictly increasing byte order; no escape in
+    /// any string (the writer escapes only `"`, `\` and control characters, which a string
+    /// without escapes cannot hold); the site in lower-case hex; and each real an integer of at
+    /// most 15 digits other than zero, which the writer writes as those digits. Numbers and clocks
+    /// this reader accepts are already in the writer's form (no sign but `-`, no leading zero).
+    package struct CanonicalText: Sendable, Hashable {
+        package let change: Range<Int>
+        package let key: Range<Int>
+    }
+
+    /// The push, or nil when the body is not one this reader vouches for; with each change's
+    /// ``CanonicalText`` (one per change, in order).
+    static func read(_ data: Data, limits: Limits) -> (push: PushRequest, texts: [CanonicalText?])? {
         // The deepest a push nests is five (body, changes, change, columns, value); a lower limit
         // makes the strict reader's depth check decide.
         guard limits.maxNestingDepth >= 5 else { return nil }
         return data.withUnsafeBytes { raw in
-            var reader = MessageReader(bytes: raw.bindMemory(to: UInt8.self), skipsUnknownMembers: false)
-            return reader.push()
+            var reader = MessageReader(
+                bytes: raw.bindMemory(to: UInt8.self), skipsUnknownMembers: false, keepsTexts: true)
+            guard let push = reader.push() else { return nil }
+            return (push, reader.texts)
         }
     }
 
@@ -75,9 +100,10 @@ package struct MessageReader {
         }
     }
 
-    private init(bytes: UnsafeBufferPointer<UInt8>, skipsUnknownMembers: Bool) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, skipsUnknownMembers: Bool, keepsTexts: Bool = false) {
         self.bytes = bytes
         self.skipsUnknownMembers = skipsUnknownMembers
+        self.keepsTexts = keepsTexts
     }
 
     private mutating func push() -> PushRequest? {
@@ -152,15 +178,20 @@ package struct MessageReader {
         skipWhitespace()
         if take(UInt8(ascii: "]")) { return changes }
         while true {
-            guard let change = change() else { return nil }
-            changes.append(change)
+            skipWhitespace()
+            let start = offset
+            isCanonical = true
+            guard let (read, key) = change() else { return nil }
+            changes.append(read)
+            if keepsTexts { texts.append(isCanonical ? CanonicalText(change: start..<offset, key: key) : nil) }
             skipWhitespace()
             if take(UInt8(ascii: "]")) { return changes }
             guard take(UInt8(ascii: ",")) else { return nil }
         }
     }
 
-    private mutating func change() -> Change? {
+    /// A change, and where its key lies in the body.
+    private mutating func change() -> (Change, key: Range<Int>)? {
         var table: String?
         var key: [String: WireValue]?
         var op: Change.Operation?
@@ -168,38 +199,51 @@ package struct MessageReader {
         var clock: ChangeClock?
         var site: SiteID?
         var seq: Int64?
+        var keyStart = 0
+        var keyEnd = 0
+        // The writer's place of the next member (clock, columns, key, op, seq, site, table).
+        var nextMember = 0
         // Members by the first byte of their name (then the whole name): each name is compared
         // with one or two known ones, never all seven.
         let complete = object { reader, name in
             switch name.count > 0 ? reader.bytes[name.start] : 0 {
             case UInt8(ascii: "c") where reader.matches(name, "columns"):
                 guard columns == nil else { return false }
+                reader.member(1, next: &nextMember)
                 columns = reader.values(expecting: reader.lastColumnsCount)
                 reader.lastColumnsCount = columns?.count ?? reader.lastColumnsCount
                 return columns != nil
             case UInt8(ascii: "c") where reader.matches(name, "clock"):
                 guard clock == nil else { return false }
+                reader.member(0, next: &nextMember)
                 clock = reader.clock()
                 return clock != nil
             case UInt8(ascii: "k") where reader.matches(name, "key"):
                 guard key == nil else { return false }
+                reader.member(2, next: &nextMember)
+                keyStart = reader.offset
                 key = reader.values(expecting: reader.lastKeyCount)
+                keyEnd = reader.offset
                 reader.lastKeyCount = key?.count ?? reader.lastKeyCount
                 return key != nil
             case UInt8(ascii: "o") where reader.matches(name, "op"):
                 guard op == nil else { return false }
+                reader.member(3, next: &nextMember)
                 op = reader.operation()
                 return op != nil
             case UInt8(ascii: "s") where reader.matches(name, "seq"):
                 guard seq == nil else { return false }
+                reader.member(4, next: &nextMember)
                 seq = reader.integer()
                 return seq != nil
             case UInt8(ascii: "s") where reader.matches(name, "site"):
                 guard site == nil else { return false }
+                reader.member(5, next: &nextMember)
                 site = reader.siteID()
                 return site != nil
             case UInt8(ascii: "t") where reader.matches(name, "table"):
                 guard table == nil else { return false }
+                reader.member(6, next: &nextMember)
                 table = reader.internedString()
                 return table != nil
             default:
@@ -207,7 +251,18 @@ package struct MessageReader {
             }
         }
         guard complete, let table, let key, let op, let clock, let site, let seq else { return nil }
-        return Change(table: table, key: key, op: op, columns: columns ?? [:], clock: clock, site: site, seq: seq)
+        if nextMember != 7 { isCanonical = false }
+        return (
+            Change(table: table, key: key, op: op, columns: columns ?? [:], clock: clock, site: site, seq: seq),
+            keyStart..<keyEnd
+        )
+    }
+
+    /// A change's member met: canonical only in the writer's place, `place`, right after the last.
+    @inline(__always)
+    private mutating func member(_ place: Int, next: inout Int) {
+        if place != next { isCanonical = false }
+        next = place + 1
     }
 
     /// A key or the columns: names (plain, no escapes) to values, none repeated. Names are compared
@@ -217,11 +272,23 @@ package struct MessageReader {
         // Made for as many members as the last one had: growing a dictionary while it fills cost
         // more than making it (and `reserveCapacity` more than either).
         var values = [String: WireValue](minimumCapacity: expected)
+        var previous: Name?
         let complete = object { reader, name in
+            // The writer sorts the names by their bytes.
+            if reader.keepsTexts, reader.isCanonical, let previous, !reader.precedes(previous, name) {
+                reader.isCanonical = false
+            }
+            previous = name
             guard let value = reader.value() else { return false }
             return values.updateValue(value, forKey: reader.interned(name)) == nil
         }
         return complete ? values : nil
+    }
+
+    /// Whether `lhs`'s bytes come strictly before `rhs`'s.
+    private func precedes(_ lhs: Name, _ rhs: Name) -> Bool {
+        UnsafeBufferPointer(start: bytes.baseAddress! + lhs.start, count: lhs.count).lexicographicallyPrecedes(
+            UnsafeBufferPointer(start: bytes.baseAddress! + rhs.start, count: rhs.count))
     }
 
     /// A tagged value with exactly one member, read as ``WireValue``'s `init(from:)` reads it.
@@ -234,15 +301,22 @@ package struct MessageReader {
             } else if reader.matches(tag, "integer") {
                 value = reader.integerString().map(WireValue.integer)
             } else if reader.matches(tag, "real") {
+                let start = reader.offset
                 value = reader.real().map(WireValue.real)
+                if reader.keepsTexts, reader.isCanonical {
+                    reader.isCanonical = reader.isCanonicalReal(start..<reader.offset)
+                }
             } else if reader.matches(tag, "null") {
                 guard reader.literal("true") else { return false }
                 value = .null
             } else if reader.matches(tag, "blob") {
                 // Only the text the bytes encode back to, as the strict reader demands.
+                let start = reader.offset
                 guard let text = reader.string(), let data = Data(base64Encoded: text),
                     data.base64EncodedString() == text
                 else { return false }
+                // Written with an escape (`\/`), it is not the writer's text.
+                if reader.offset - start != text.utf8.count + 2 { reader.isCanonical = false }
                 value = .blob(data)
             } else {
                 return false
@@ -311,6 +385,7 @@ package struct MessageReader {
         let start = offset
         if let name = plainString() { return interned(name) }
         offset = start
+        isCanonical = false
         return string()
     }
 
@@ -319,6 +394,7 @@ package struct MessageReader {
         let start = offset
         guard let name = plainString() else {
             offset = start
+            isCanonical = false
             return string()
         }
         if let lastText, sameBytes(lastText.name, name) { return lastText.string }
@@ -333,6 +409,7 @@ package struct MessageReader {
         let start = offset
         guard let name = plainString() else {
             offset = start
+            isCanonical = false
             return string().flatMap(Change.Operation.init(rawValue:))
         }
         if matches(name, "insert") { return .insert }
@@ -492,6 +569,7 @@ package struct MessageReader {
         if let lastSite, ByteWords.equal(bytes.baseAddress! + offset, bytes.baseAddress! + lastSite.position, count: 32)
         {
             offset += 33
+            if !lastSite.isLowercase { isCanonical = false }
             return lastSite.site
         }
         var site = Data(count: 16)
@@ -505,7 +583,10 @@ package struct MessageReader {
             return true
         }
         guard parsed, let site = SiteID(bytes: site) else { return nil }
-        lastSite = (offset, site)
+        // The writer writes lower-case digits.
+        let isLowercase = !bytes[offset..<offset + 32].contains { (65...70).contains($0) }
+        if !isLowercase { isCanonical = false }
+        lastSite = (offset, site, isLowercase)
         offset += 33
         return site
     }
@@ -526,6 +607,7 @@ package struct MessageReader {
         let start = offset
         guard let name = plainString() else {
             offset = start
+            isCanonical = false
             return string().flatMap(WireValue.parseInteger)
         }
         return canonicalInteger(name.start..<name.start + name.count)
@@ -605,6 +687,17 @@ package struct MessageReader {
         return real
     }
 
+    /// Whether the real just read from `range` is written as the writer writes it: only checked
+    /// for the common case, an integer of 1 to 15 digits other than zero (the writer writes a
+    /// whole double below 2^53 as its integer's digits, and these have no leading zero); any other
+    /// real counts as not canonical, and the server writes it again.
+    private func isCanonicalReal(_ range: Range<Int>) -> Bool {
+        var digits = range
+        if digits.first.map({ bytes[$0] }) == UInt8(ascii: "-") { digits = digits.dropFirst() }
+        return (1...15).contains(digits.count) && bytes[digits.lowerBound] != UInt8(ascii: "0")
+            && bytes[digits].allSatisfy { (48...57).contains($0) }
+    }
+
     private mutating func digits() -> Int {
         let start = offset
         while offset < bytes.count, (48...57).contains(bytes[offset]) { offset += 1 }
@@ -679,7 +772,9 @@ package struct MessageReader {
     private mutating func skipWhitespace() {
         while offset < bytes.count {
             switch bytes[offset] {
-            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
+            case 0x20, 0x0A, 0x0D, 0x09:
+                offset += 1
+                isCanonical = false
             default: return
             }
         }

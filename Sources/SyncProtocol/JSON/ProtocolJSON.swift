@@ -37,8 +37,22 @@ public enum ProtocolJSON {
     /// let push = try ProtocolJSON.decodePush(from: body, limits: .standard)  // throws ErrorBody
     /// ```
     public static func decodePush(from data: Data, limits: Limits) throws(ErrorBody) -> PushRequest {
-        if let push = MessageReader.read(data, limits: limits) { return push }
-        return try decode(PushRequest.self, from: data, limits: limits)
+        try decodePushKeepingText(from: data, limits: limits).push
+    }
+
+    /// ``decodePush(from:limits:)`` with, for each change, where its canonical JSON and its key's
+    /// lie in `data` when the body holds them exactly as ``CanonicalJSONWriter`` writes them (what
+    /// a client sends), else nil: a server keeps those bytes instead of writing them again.
+    ///
+    /// ```swift
+    /// let (push, texts) = try ProtocolJSON.decodePushKeepingText(from: body, limits: .standard)
+    /// ```
+    package static func decodePushKeepingText(from data: Data, limits: Limits) throws(ErrorBody) -> (
+        push: PushRequest, texts: [MessageReader.CanonicalText?]
+    ) {
+        if let read = MessageReader.read(data, limits: limits) { return read }
+        let push = try decode(PushRequest.self, from: data, limits: limits)
+        return (push, Array(repeating: nil, count: push.changes.count))
     }
 
     /// A row's key or columns as ``ProtocolJSON/encode(_:)`` wrote them (what a server keeps),

@@ -14,28 +14,32 @@ extension ChangeValidation {
         case .update: guard !change.columns.isEmpty else { return false }
         case .insert: break
         }
-        let keyNames = Array(change.key.keys)
-        let columnNames = Array(change.columns.keys)
-        for name in keyNames + columnNames {
-            guard isPlainIdentifier(name, maximumLength: maximumLength) else { return false }
-        }
-        guard !hasTwins(keyNames), !hasTwins(columnNames) else { return false }
+        // Over the dictionaries' own keys: arrays of the names (and their concatenation), made
+        // and released for every change, cost more than the checks (callgrind: 6,200 instructions
+        // a change, 2,600 of them allocating and releasing).
+        for name in change.key.keys where !isPlainIdentifier(name, maximumLength: maximumLength) { return false }
+        for name in change.columns.keys where !isPlainIdentifier(name, maximumLength: maximumLength) { return false }
+        guard !hasTwins(change.key.keys), !hasTwins(change.columns.keys) else { return false }
         for (name, value) in change.key {
             guard value != .null else { return false }
             // A key column repeated among the columns: only by an insert, with the same value,
             // and spelt the same (a spelling in another case is left to the full check).
             if let repeated = change.columns[name], change.op != .insert || repeated != value { return false }
-            if columnNames.contains(where: { $0 != name && equalIgnoringASCIICase($0, name) }) { return false }
+            if change.columns.keys.contains(where: { $0 != name && equalIgnoringASCIICase($0, name) }) { return false }
         }
         return true
     }
 
     /// Whether two of `names` (plain identifiers, so ASCII) differ only in case.
-    private static func hasTwins(_ names: [String]) -> Bool {
-        for first in names.indices {
-            for second in names.indices where second > first {
+    private static func hasTwins(_ names: Dictionary<String, WireValue>.Keys) -> Bool {
+        var first = names.startIndex
+        while first != names.endIndex {
+            var second = names.index(after: first)
+            while second != names.endIndex {
                 if equalIgnoringASCIICase(names[first], names[second]) { return true }
+                second = names.index(after: second)
             }
+            first = names.index(after: first)
         }
         return false
     }

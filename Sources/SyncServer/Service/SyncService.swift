@@ -82,8 +82,8 @@ public final class SyncService: Sendable {
                 guard !grant.readOnly else {
                     throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
                 }
-                let push = try ProtocolJSON.decodePush(from: request.body, limits: limits)
-                return try Self.json(try self.push(push, dataset: dataset))
+                let (push, texts) = try ProtocolJSON.decodePushKeepingText(from: request.body, limits: limits)
+                return try Self.json(try self.push(push, texts: texts, in: request.body, dataset: dataset))
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
                 return try self.pull(pull, dataset: dataset)
@@ -153,7 +153,11 @@ public final class SyncService: Sendable {
             acknowledgedThrough: try storage.datasetState(grant.dataset, site: hello.site).siteHighWater)
     }
 
-    func push(_ push: PushRequest, dataset: String) throws -> PushResponse {
+    /// Validates and stores `push`; `texts` (with the `body` it was read from) say which changes'
+    /// canonical JSON the body holds (``ProtocolJSON/decodePushKeepingText(from:limits:)``).
+    func push(_ push: PushRequest, texts: [MessageReader.CanonicalText?], in body: Data, dataset: String) throws
+        -> PushResponse
+    {
         try checkProtocol(push.protocolVersion)
         guard push.changes.count <= limits.maxChangesPerPush else {
             throw ErrorBody(
@@ -176,8 +180,9 @@ public final class SyncService: Sendable {
             }
             previous = seq
         }
+        let batch = try BatchJSON(push.changes, texts: texts, in: body)
         let acknowledged = try storage.storeBatch(
-            push.changes, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
+            batch, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
         metrics.recordPushed(push.changes.count)
         return PushResponse(site: push.site, acknowledgedThrough: acknowledged)
     }

@@ -4,14 +4,13 @@ import SyncProtocol
 import SyncStoreBridge
 
 extension SQLiteSyncStorage {
-    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
-        -> Int64
-    {
-        // Encoded before the write lock is taken: the log keeps each change's canonical JSON, the
-        // folder what it merges.
-        let json = try BatchJSON(changes)
-        let bodies = json.bodies
-        let folds = changes.indices.map { index in FoldChange(changes[index], key: json.keys[index]) }
+    public func storeBatch(
+        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
+    ) throws -> Int64 {
+        let changes = batch.changes
+        // The log keeps each change's canonical JSON, the folder what it merges.
+        let bodies = batch.bodies
+        let folds = changes.indices.map { index in FoldChange(changes[index], key: batch.keys[index]) }
         let appended = try storageWork("storing a batch in dataset \(dataset)") {
             try commits.write { db in
                 guard

@@ -39,8 +39,10 @@ public protocol SyncStorage: Sendable {
     /// Stores the changes of `site` not stored yet (those with a `seq` above the site's high-water
     /// mark), all or nothing, after checking inside the same transaction that the dataset still
     /// accepts `clientSchema`'s major version (else `ErrorBody(.upgradeRequired)`). Returns the
-    /// site's new high-water mark.
-    func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws -> Int64
+    /// site's new high-water mark. `batch` holds the changes with their canonical JSON (the log's
+    /// bodies and the state's keys), made before any lock is taken.
+    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String)
+        throws -> Int64
     /// Up to `limit` log entries after `serial`, leaving out `site`'s own.
     func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
         -> LogPage
@@ -51,6 +53,20 @@ public protocol SyncStorage: Sendable {
     /// its newest serial, and `site`'s high-water mark (0 when the site never pushed). Throws
     /// ``ServerError`` (kind `notFound`) when there is no such dataset.
     func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState
+}
+
+extension SyncStorage {
+    /// The protocol's `storeBatch` of a ``BatchJSON``, with the changes' canonical JSON written
+    /// here.
+    ///
+    /// ```swift
+    /// let high = try storage.storeBatch(changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+    /// ```
+    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
+        -> Int64
+    {
+        try storeBatch(try BatchJSON(changes), site: site, clientSchema: clientSchema, dataset: dataset)
+    }
 }
 
 /// A dataset as a hello and a pull see it (``SyncStorage/datasetState(_:site:)``).

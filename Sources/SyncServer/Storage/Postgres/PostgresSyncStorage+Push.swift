@@ -6,13 +6,12 @@ extension PostgresSyncStorage {
     /// orders serials, docs/POSTGRES.md), read the site's high-water mark and the current state of
     /// the rows the batch touches, merge in memory by the same rule as ``SQLiteSyncStorage``,
     /// then write the log entries, rows and cells as arrays.
-    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
-        -> Int64
-    {
-        // Encoded before the lock is taken: the log keeps each change's canonical JSON, written as
-        // the SQLite backend writes it.
-        let json = try BatchJSON(changes)
-        let (bodies, keys) = (json.bodies, json.keys)
+    public func storeBatch(
+        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
+    ) throws -> Int64 {
+        let changes = batch.changes
+        // The log keeps each change's canonical JSON, as the SQLite backend keeps it.
+        let (bodies, keys) = (batch.bodies, batch.keys)
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
                 let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
