@@ -35,24 +35,30 @@ struct PageApplyTests {
     /// clocks out of order and from three sites. Some keys are not plain ASCII JSON text (`é`, a
     /// quote, a backslash): they read their entries one at a time, next to the others.
     private static func changes(count: Int, seed: UInt64) -> [RemoteChange] {
-        var random = SplitMix64(seed: seed)
+        // A seeded generator (Knuth's MMIX linear congruential one, high bits), so a failing case
+        // can be replayed.
+        var state = seed
+        func random() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
         let keys = (0..<30).map { "k\($0)" } + ["é1", "é2", "q\"1", "b\\1", "K0"]
         let sites = (1...3).map { Data(repeating: UInt8($0), count: 16) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         return (0..<count).map { _ in
-            let key = keys[Int(random.next() % UInt64(keys.count))]
+            let key = keys[Int(random() % UInt64(keys.count))]
             let clock = HybridTimestamp(
-                milliseconds: now - Int64(random.next() % 100_000), counter: Int64(random.next() % 3))
-            let site = sites[Int(random.next() % 3)]
-            let body = DatabaseValue.text("b\(random.next() % 1_000)")
-            let rank = DatabaseValue.integer(Int64(random.next() % 100))
-            switch random.next() % 4 {
+                milliseconds: now - Int64(random() % 100_000), counter: Int64(random() % 3))
+            let site = sites[Int(random() % 3)]
+            let body = DatabaseValue.text("b\(random() % 1_000)")
+            let rank = DatabaseValue.integer(Int64(random() % 100))
+            switch random() % 4 {
             case 0:
                 return RemoteChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .delete, columns: [:], clock: clock,
                     siteID: site)
             case 1:
-                let columns: [String: DatabaseValue] = random.next() % 2 == 0 ? ["body": body] : ["rank": rank]
+                let columns: [String: DatabaseValue] = random() % 2 == 0 ? ["body": body] : ["rank": rank]
                 return RemoteChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .update, columns: columns,
                     clock: clock, siteID: site)
@@ -233,19 +239,6 @@ struct PageApplyTests {
             try db.fetchValue(
                 Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE columnName = '' AND pk LIKE 't%'")
                 == 249)
-    }
-}
-
-/// A small deterministic generator, so a failing case can be replayed.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
