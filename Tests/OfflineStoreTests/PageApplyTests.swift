@@ -218,6 +218,32 @@ struct PageApplyTests {
                 == ["edited", "body n7"])
     }
 
+    /// The type check of a STRICT table, made from a table of the classes each column takes: NULL
+    /// anywhere, an integer in a REAL column, anything in ANY, otherwise the declared class.
+    @Test func aStrictTableTakesTheStorageClassesSQLiteTakes() throws {
+        let (db, log) = try store("types.sqlite")
+        func note(_ id: String, _ column: String, _ value: DatabaseValue) -> RemoteChange {
+            var change = Self.newNote(id, 1)
+            change.columns[column] = value
+            return change
+        }
+        let outcome = try log.apply(
+            [
+                note("w", "weight", .integer(3)), note("x", "weight", .text("heavy")),
+                note("d", "data", .blob(Data([1]))),
+                note("b", "body", .real(1.5)), note("r", "rank", .null), note("i", "rank", .real(2)),
+            ], to: db)
+        #expect(outcome.rejected.map(\.index) == [1, 3, 5])
+        #expect(outcome.rejected.allSatisfy { $0.reason.contains("in a STRICT table") })
+        #expect(outcome.rejected.first?.reason.contains("column weight is REAL") == true)
+        #expect(outcome.applied == 3)
+        #expect(
+            try db.fetchAll(
+                String.self, "SELECT id || ':' || typeof(weight) || typeof(data) || typeof(rank) FROM notes ORDER BY id"
+            )
+                == ["d:nullblobinteger", "r:nullnullnull", "w:realnullinteger"])
+    }
+
     /// A new row meeting another's value of a UNIQUE column fails the statement that inserts many
     /// new rows: the page is applied again change by change, and that change alone is refused.
     @Test func aNewRowMeetingAUniqueValueAmongManyIsTheOnlyOneRefused() throws {
@@ -256,6 +282,8 @@ private enum PageNotesPlan: MigrationPlan {
             Column("id", .text).primaryKey()
             Column("body", .text)
             Column("rank", .integer)
+            Column("weight", .real)
+            Column("data", .any)
         }
     }
 
