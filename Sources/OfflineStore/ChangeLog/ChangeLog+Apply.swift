@@ -638,9 +638,9 @@ extension ChangeLog {
 /// The log's entries of a page's rows while the page applies whole (see
 /// ``ChangeLog/readPageLog(_:lookups:_:)``): each row's versions, as the changes applied so far
 /// left them, so that a later change of the same row merges against what an earlier one recorded;
-/// and the entries the page records, written together by ``write(_:)`` (one statement per
-/// ``entriesPerWrite``; about 14,000 instructions a pulled insert one at a time) before anything
-/// reads the log again and at the end of the page, in the order they were recorded.
+/// the page's new rows, inserted together (``insert(_:into:_:)``); and the entries the page
+/// records, written together by ``write(_:)`` (about 14,000 instructions a pulled insert one at a
+/// time) before anything reads the log again and at the end of the page.
 private final class PageLog {
     static let entriesPerWrite = 100
     static let rowsPerInsert = 100
