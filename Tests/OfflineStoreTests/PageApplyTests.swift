@@ -10,8 +10,13 @@ struct PageApplyTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory() }
 
-    private func store(_ name: String) throws -> (db: Database, log: ChangeLog) {
-        let db = try Database(path: directory.path(name))
+    /// `rollbacks`, when given, hears the connection's debug log: a page that did not apply whole
+    /// rolled back ("rolling back after an error") before it was applied change by change.
+    private func store(_ name: String, rollbacks: CollectingLogHandler? = nil) throws -> (db: Database, log: ChangeLog)
+    {
+        var configuration = Configuration()
+        configuration.logHandler = rollbacks
+        let db = try Database(path: directory.path(name), configuration: configuration)
         return (db, try ChangeLog.open(db, migrator: try Migrator(plan: PageNotesPlan.self)))
     }
 
@@ -82,7 +87,8 @@ struct PageApplyTests {
     /// change on another (a refused change added to each page), they leave the same rows and
     /// entries, with the same outcomes.
     @Test func aPageAppliedWholeMergesExactlyAsChangeByChange() throws {
-        let whole = try store("whole.sqlite")
+        let log = CollectingLogHandler()
+        let whole = try store("whole.sqlite", rollbacks: log)
         let byChange = try store("by-change.sqlite")
         let all = Self.changes(count: 407, seed: 42)
         var start = 0
@@ -103,6 +109,8 @@ struct PageApplyTests {
             #expect(entries == referenceEntries)
             #expect(!rows.isEmpty && entries.count > rows.count)
         }
+        // Each page applied whole: none went the change-by-change way, which would match too.
+        #expect(!log.messages.contains("rolling back after an error"))
     }
 
     /// A refused change in the middle of a page whose rows change several times: the page is
@@ -176,7 +184,8 @@ struct PageApplyTests {
     /// nothing was recorded) sends the page through the change-by-change pass, where its insert
     /// merges into it. Both stores end alike.
     @Test func newRowsInsertedTogetherMergeExactlyAsChangeByChange() throws {
-        let whole = try store("whole.sqlite")
+        let log = CollectingLogHandler()
+        let whole = try store("whole.sqlite", rollbacks: log)
         let byChange = try store("by-change.sqlite")
         for store in [whole, byChange] {
             try store.db.withoutRecordingChanges { db in
@@ -202,8 +211,12 @@ struct PageApplyTests {
         for (isSecond, size) in [(false, 150), (true, page.count - 150)] {
             let part = Array(page[(isSecond ? 150 : 0)...].prefix(size))
             let changes = isSecond ? part + [Self.newNote("n7", 5_000)] : part
+            let rollbacksBefore = log.messages.filter { $0 == "rolling back after an error" }.count
             let outcome = try whole.log.apply(changes, to: whole.db)
             let reference = try byChange.log.apply(changes + [Self.refused], to: byChange.db)
+            // The first part went change by change (n7 present without entries), the second whole.
+            let rollbacks = log.messages.filter { $0 == "rolling back after an error" }.count - rollbacksBefore
+            #expect(rollbacks == (isSecond ? 0 : 1))
             #expect(outcome.rejected.isEmpty)
             #expect(reference.rejected.map(\.index) == [changes.count])
             #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
@@ -232,16 +245,19 @@ struct PageApplyTests {
                 note("w", "weight", .integer(3)), note("x", "weight", .text("heavy")),
                 note("d", "data", .blob(Data([1]))),
                 note("b", "body", .real(1.5)), note("r", "rank", .null), note("i", "rank", .real(2)),
+                // Regression (review): an `INT` column refused every integer.
+                note("t", "tally", .integer(4)),
             ], to: db)
         #expect(outcome.rejected.map(\.index) == [1, 3, 5])
         #expect(outcome.rejected.allSatisfy { $0.reason.contains("in a STRICT table") })
         #expect(outcome.rejected.first?.reason.contains("column weight is REAL") == true)
-        #expect(outcome.applied == 3)
+        #expect(outcome.applied == 4)
         #expect(
             try db.fetchAll(
                 String.self, "SELECT id || ':' || typeof(weight) || typeof(data) || typeof(rank) FROM notes ORDER BY id"
             )
-                == ["d:nullblobinteger", "r:nullnullnull", "w:realnullinteger"])
+                == ["d:nullblobinteger", "r:nullnullnull", "t:nullnullinteger", "w:realnullinteger"])
+        #expect(try db.fetchValue(Int.self, "SELECT tally FROM notes WHERE id = 't'") == 4)
     }
 
     /// A new row meeting another's value of a UNIQUE column fails the statement that inserts many
@@ -284,6 +300,8 @@ private enum PageNotesPlan: MigrationPlan {
             Column("rank", .integer)
             Column("weight", .real)
             Column("data", .any)
+            // STRICT's other spelling of INTEGER.
+            Column("tally", ColumnType(rawValue: "INT"))
         }
     }
 

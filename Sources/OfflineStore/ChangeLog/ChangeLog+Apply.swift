@@ -86,7 +86,7 @@ extension ChangeLog {
         let withoutTriggers = changes.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
         return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { foreignKeys in
-                try Self.wholeThenChangeByChange { savepointEach in
+                try Self.wholeThenChangeByChange(db) { savepointEach in
                     try db.transaction(.immediate) { db in
                         let apply = {
                             try applyInTransaction(
@@ -105,18 +105,26 @@ extension ChangeLog {
     /// have written part of itself, so then the transaction is rolled back and the batch applied
     /// again with a savepoint around each change, which keeps the others and rejects that one.
     /// (A savepoint per change cost about a tenth of applying it.)
-    private static func wholeThenChangeByChange<Result>(_ run: (_ savepointEach: Bool) throws -> Result) throws
-        -> Result
-    {
+    ///
+    /// Not when SQLite itself ended the caller's transaction (a full disk or an I/O error rolls
+    /// back more than the statement): applied again, the batch would commit on its own, apart
+    /// from the caller's other writes. The error is thrown instead.
+    private static func wholeThenChangeByChange<Result>(
+        _ db: Database, _ run: (_ savepointEach: Bool) throws -> Result
+    ) throws -> Result {
+        let callerTransaction = db.isInsideTransaction
         do {
             return try run(false)
-        } catch is FailedChange {
+        } catch let failed as FailedChange {
+            if callerTransaction && !db.isInsideTransaction { throw failed.underlying }
             return try run(true)
         }
     }
 
     /// Thrown out of the transaction of a batch applied without savepoints, to roll it back.
-    private struct FailedChange: Error {}
+    private struct FailedChange: Error {
+        let underlying: any Error
+    }
 
     /// The batch's work inside the caller's transaction, with the connection's foreign keys as
     /// ``withoutForeignKeyActions(_:_:)`` left them.
@@ -134,14 +142,14 @@ extension ChangeLog {
         // since a savepoint's rollback takes back what it wrote.
         var page: PageLog?
         if !savepointEach {
-            do { page = try readPageLog(changes, lookups: lookups, db) } catch { throw FailedChange() }
+            do { page = try readPageLog(changes, lookups: lookups, db) } catch { throw FailedChange(underlying: error) }
         }
         for (index, change) in changes.enumerated() {
             guard savepointEach else {
                 do {
                     try applyOne(change, at: index, page: page, db: db, lookups: lookups, outcome: &outcome)
                 } catch {
-                    throw FailedChange()
+                    throw FailedChange(underlying: error)
                 }
                 continue
             }
@@ -156,9 +164,15 @@ extension ChangeLog {
                 outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
             }
         }
-        do { try page?.write(db) } catch { throw FailedChange() }
+        do { try page?.write(db) } catch { throw FailedChange(underlying: error) }
         try resolveOrphans(after: changes, foreignKeys: foreignKeys, db, outcome: &outcome)
         try recordRefused(outcome.rejected, db)
+        // The clock has received the batch's clocks: kept with them, so a process opening the store
+        // later starts past them. The newest entry it starts from otherwise may be older (the last
+        // one written is any of the page's), and a local edit would then lose to the version it
+        // overwrote here on every other device.
+        try db.execute(
+            "UPDATE ostore_meta.ostore_store SET lastClock = max(lastClock, \(clock.lastIssued.packed)) WHERE id = 1")
         return outcome
     }
 
@@ -614,7 +628,7 @@ extension ChangeLog {
         // that pragma only outside a transaction), so no cascade changes rows behind the log.
         return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { foreignKeys in
-                try Self.wholeThenChangeByChange { savepointEach in
+                try Self.wholeThenChangeByChange(db) { savepointEach in
                     try db.transaction(.immediate) { db in
                         let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
                         guard !rows.isEmpty else { return ApplyOutcome() }
@@ -973,6 +987,8 @@ private final class AppliedTable {
         case (_, .null): true
         case (.any, _): true
         case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): true
+        // STRICT tables take `INT` as a spelling of INTEGER.
+        case (let type, .integer): type.rawValue.uppercased() == "INT"
         default: false
         }
     }
