@@ -135,6 +135,37 @@ struct RemoteApplyTests {
         #expect(kept.map(\.change) == outcome.rejected.map(\.change))
     }
 
+    /// Regression (review): the clock a store starts with is its saved one or its newest log
+    /// entry's, and the clocks a pull brought were saved only at the next push. A device whose
+    /// clock runs ahead sent a list; a page's last entry was an older one; a new process (the CLI
+    /// runs one per command) then edited the list with a clock below the received one: the edit
+    /// showed here and lost to the received name on every other device.
+    @Test func aStoreOpenedAfterAPullIssuesClocksPastThePulledOnes() throws {
+        let bob = try Peer(directory, "bob.sqlite")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let ahead = HybridTimestamp(milliseconds: now + 120_000, counter: 0)
+        func list(_ id: String, _ clock: HybridTimestamp) -> RemoteChange {
+            RemoteChange(
+                table: "remindersLists", primaryKey: ["id": .text(id)], operation: .insert,
+                columns: ["id": .text(id), "name": .text("list \(id)")], clock: clock,
+                siteID: Data(repeating: 9, count: 16))
+        }
+        let outcome = try bob.log.apply(
+            [list("fast", ahead), list("slow", HybridTimestamp(milliseconds: now - 10_000, counter: 0))], to: bob.db)
+        #expect(outcome.applied == 2)
+        try bob.db.close()
+        // Another process: the files as they are on disk, under a path this process has no clock for.
+        for suffix in ["", "-wal", "-shm", Metadatabase.fileSuffix, Metadatabase.fileSuffix + "-wal"] {
+            let from = directory.path("bob.sqlite" + suffix)
+            guard FileManager.default.fileExists(atPath: from) else { continue }
+            try FileManager.default.copyItem(atPath: from, toPath: directory.path("bob-later.sqlite" + suffix))
+        }
+        let later = try Peer(directory, "bob-later.sqlite")
+        try later.db.execute("UPDATE remindersLists SET name = 'mine' WHERE id = 'fast'")
+        let edit = try #require(try later.log.pendingChanges(later.db, limit: 10).last)
+        #expect(edit.clock > ahead)
+    }
+
     /// An insert of a `tags` row from another site, a second newer than anything written here.
     private static func laterTagInsert(_ id: String, _ name: String) -> RemoteChange {
         RemoteChange(

@@ -86,7 +86,7 @@ extension ChangeLog {
         let withoutTriggers = changes.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
         return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { foreignKeys in
-                try Self.wholeThenChangeByChange { savepointEach in
+                try Self.wholeThenChangeByChange(db) { savepointEach in
                     try db.transaction(.immediate) { db in
                         let apply = {
                             try applyInTransaction(
@@ -105,18 +105,26 @@ extension ChangeLog {
     /// have written part of itself, so then the transaction is rolled back and the batch applied
     /// again with a savepoint around each change, which keeps the others and rejects that one.
     /// (A savepoint per change cost about a tenth of applying it.)
-    private static func wholeThenChangeByChange<Result>(_ run: (_ savepointEach: Bool) throws -> Result) throws
-        -> Result
-    {
+    ///
+    /// Not when SQLite itself ended the caller's transaction (a full disk or an I/O error rolls
+    /// back more than the statement): applied again, the batch would commit on its own, apart
+    /// from the caller's other writes. The error is thrown instead.
+    private static func wholeThenChangeByChange<Result>(
+        _ db: Database, _ run: (_ savepointEach: Bool) throws -> Result
+    ) throws -> Result {
+        let callerTransaction = db.isInsideTransaction
         do {
             return try run(false)
-        } catch is FailedChange {
+        } catch let failed as FailedChange {
+            if callerTransaction && !db.isInsideTransaction { throw failed.underlying }
             return try run(true)
         }
     }
 
     /// Thrown out of the transaction of a batch applied without savepoints, to roll it back.
-    private struct FailedChange: Error {}
+    private struct FailedChange: Error {
+        let underlying: any Error
+    }
 
     /// The batch's work inside the caller's transaction, with the connection's foreign keys as
     /// ``withoutForeignKeyActions(_:_:)`` left them.
@@ -129,17 +137,26 @@ extension ChangeLog {
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
         let lookups = ApplyLookups()
+        // Applied whole, the page's log entries are read for all its rows at once and its new
+        // entries written together (PageLog); change by change, each reads and writes its own,
+        // since a savepoint's rollback takes back what it wrote.
+        var page: PageLog?
+        if !savepointEach {
+            do { page = try readPageLog(changes, lookups: lookups, db) } catch { throw FailedChange(underlying: error) }
+        }
         for (index, change) in changes.enumerated() {
             guard savepointEach else {
                 do {
-                    try applyOne(change, db: db, lookups: lookups, outcome: &outcome)
+                    try applyOne(change, at: index, page: page, db: db, lookups: lookups, outcome: &outcome)
                 } catch {
-                    throw FailedChange()
+                    throw FailedChange(underlying: error)
                 }
                 continue
             }
             do {
-                try db.savepoint { db in try applyOne(change, db: db, lookups: lookups, outcome: &outcome) }
+                try db.savepoint { db in
+                    try applyOne(change, at: index, page: nil, db: db, lookups: lookups, outcome: &outcome)
+                }
             } catch {
                 // The savepoint's rollback may have taken back a table or site number it made:
                 // look them up again.
@@ -147,14 +164,22 @@ extension ChangeLog {
                 outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
             }
         }
+        do { try page?.write(db) } catch { throw FailedChange(underlying: error) }
         try resolveOrphans(after: changes, foreignKeys: foreignKeys, db, outcome: &outcome)
         try recordRefused(outcome.rejected, db)
+        // The clock has received the batch's clocks: kept with them, so a process opening the store
+        // later starts past them. The newest entry it starts from otherwise may be older (the last
+        // one written is any of the page's), and a local edit would then lose to the version it
+        // overwrote here on every other device.
+        try db.execute(
+            "UPDATE ostore_meta.ostore_store SET lastClock = max(lastClock, \(clock.lastIssued.packed)) WHERE id = 1")
         return outcome
     }
 
-    private func applyOne(_ change: RemoteChange, db: Database, lookups: ApplyLookups, outcome: inout ApplyOutcome)
-        throws
-    {
+    private func applyOne(
+        _ change: RemoteChange, at index: Int, page: PageLog?, db: Database, lookups: ApplyLookups,
+        outcome: inout ApplyOutcome
+    ) throws {
         guard change.siteID.count == 16 else {
             throw ChangeLogError(
                 .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
@@ -174,7 +199,9 @@ extension ChangeLog {
             return
         }
         let table = target.definition
-        let keyValues = try Self.keyValues(of: change, keyColumns: target.keyColumns, table: table.name)
+        let keyValues =
+            try page?.keyValues[index]
+            ?? Self.keyValues(of: change, keyColumns: target.keyColumns, table: table.name)
         // The change's values by the table's column positions (a name matched as SQLite matches
         // names); names this schema does not know wait in the stash.
         var known = [DatabaseValue?](repeating: nil, count: table.columns.count)
@@ -212,12 +239,40 @@ extension ChangeLog {
         // app has triggers on the table: its BEFORE INSERT triggers would run for an insert that
         // then does nothing.
         let probesByInserting = try change.operation == .insert && !target.hasAppTriggers(db)
-        let row = try rowState(target, keyValues, tableID, loggedKey, existence: !probesByInserting, db)
+        let slot = page?.slots[index]
+        let row: (exists: Bool?, versions: [String: Version])
+        if probesByInserting, let page, let slot {
+            row = (nil, page.versions[slot])
+        } else {
+            // What the page holds back would be missing from what the log answers.
+            try page?.write(db)
+            row = try rowState(target, keyValues, tableID, loggedKey, existence: !probesByInserting, db)
+        }
         let created = row.versions[""]
         let deleted = row.versions["-"]
         // A row is deleted while its newest tombstone is newer than its newest creation.
         let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
-        let record = try lookups.recordVersionStatement(db)
+        let statement = page == nil ? try lookups.recordVersionStatement(db) : nil
+        let record = { (column: String) in
+            if let page {
+                page.record(
+                    PageLog.Entry(tableID: tableID, key: loggedKey, column: column, clock: change.clock, site: site),
+                    slot: slot, version: incoming)
+            } else if let statement {
+                try Self.recordVersion(statement, tableID, loggedKey, column, change.clock, site)
+            }
+        }
+        // A new row (no entries in the log, its key once in the page) is inserted with the page's
+        // next new rows by one statement (PageLog.insert); a change of any other kind writes them
+        // first, so the table's writes keep their order.
+        if let page, probesByInserting, let slot, !page.isRepeated(slot), unknown.isEmpty, row.versions.isEmpty {
+            for (position, value) in zip(target.keyPositions, keyValues) { known[position] = value }
+            try page.insert(known, into: target, db)
+            try record("")
+            outcome.applied += 1
+            return
+        }
+        try page?.writeRows(db)
         switch change.operation {
         case .delete:
             // Delete wins over updates of the row; only a newer insert brings it back.
@@ -229,7 +284,7 @@ extension ChangeLog {
                 try db.execute(
                     SQL(sql: lookups.keyedSQL("DELETE FROM", table.name, target.keyColumns), arguments: keyValues))
             }
-            try Self.recordVersion(record, tableID, loggedKey, "-", change.clock, site)
+            try record("-")
             outcome.applied += 1
         case .insert, .update:
             if change.operation == .update, isDeleted {
@@ -253,14 +308,14 @@ extension ChangeLog {
                     // A row back from waiting for its parent keeps its entry as it was (a local one
                     // still to be pushed stays so).
                     if created != incoming {
-                        try Self.recordVersion(record, tableID, loggedKey, "", change.clock, site)
+                        try record("")
                     }
                     outcome.applied += 1
                     return
                 }
             }
             if change.operation == .insert, incoming > (created ?? .oldest) {
-                try Self.recordVersion(record, tableID, loggedKey, "", change.clock, site)
+                try record("")
             }
             var winners = [DatabaseValue?](repeating: nil, count: known.count)
             var anyWinner = false
@@ -284,7 +339,7 @@ extension ChangeLog {
             }
             try target.write(.update, winners, keyValues: keyValues, db)
             for (position, value) in winners.enumerated() where value != nil {
-                try Self.recordVersion(record, tableID, loggedKey, table.columns[position].name, change.clock, site)
+                try record(table.columns[position].name)
             }
             outcome.applied += 1
         }
@@ -400,6 +455,87 @@ extension ChangeLog {
         return (exists, versions)
     }
 
+    /// The log's entries for every row of the page, read by one statement per table (the keys
+    /// bound as one JSON array) instead of one per change, kept in a ``PageLog``. Only keys the log
+    /// stores as ASCII text without quotes, backslashes or control characters are read so: SQLite
+    /// compares them byte for byte as Swift compares ASCII strings (a number may equal a value of
+    /// another type, and Swift equates canonically equivalent Unicode strings), and they go into
+    /// JSON as they are; the others read their row when applied.
+    /// See <https://www.sqlite.org/json1.html#jeach>.
+    private func readPageLog(_ changes: [RemoteChange], lookups: ApplyLookups, _ db: Database) throws -> PageLog {
+        var slots = [Int?](repeating: nil, count: changes.count)
+        var keyValues = [[DatabaseValue]?](repeating: nil, count: changes.count)
+        var tables: [String: PageKeys] = [:]
+        var last: (name: String, keys: PageKeys)?
+        var repeated: [Bool] = []
+        repeated.reserveCapacity(changes.count)
+        for (index, change) in changes.enumerated() {
+            guard let target = lookups.table(change.table, in: schema),
+                let values = try? Self.keyValues(
+                    of: change, keyColumns: target.keyColumns, table: target.definition.name)
+            else { continue }
+            keyValues[index] = values
+            guard case .text(let key) = Self.loggedKey(values), let hash = PageKeys.hash(ifPlainJSONText: key) else {
+                continue
+            }
+            let name = target.definition.name
+            let table: PageKeys
+            if let last, last.name == name {
+                table = last.keys
+            } else if let known = tables[name] {
+                table = known
+            } else {
+                table = PageKeys(capacity: changes.count)
+                tables[name] = table
+            }
+            last = (name, table)
+            let slot = table.slot(of: key, hash: hash, next: repeated.count)
+            if slot == repeated.count {
+                repeated.append(false)
+            } else {
+                repeated[slot] = true
+            }
+            slots[index] = slot
+        }
+        var versions = [[String: Version]](repeating: [:], count: repeated.count)
+        for (name, table) in tables {
+            // A table the log has no number for has no entries yet (the number is made when the
+            // first one is written).
+            guard
+                let tableID = try db.fetchValue(
+                    Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)")
+            else { continue }
+            let statement = try db.cachedStatement(Self.pageEntriesSQL)
+            defer { statement.reset() }
+            try statement.bind(.integer(Int64(tableID)), toParameter: 1)
+            try statement.bind(.text(table.json()), toParameter: 2)
+            while try statement.step(arguments: nil) {
+                guard case .integer(let position) = try statement.value(at: 0),
+                    case .text(let column) = try statement.value(at: 1),
+                    case .integer(let clock) = try statement.value(at: 2)
+                else { continue }
+                let siteID: Data
+                if case .blob(let bytes) = try statement.value(at: 3) {
+                    siteID = bytes
+                } else {
+                    siteID = identity.siteID
+                }
+                versions[table.slots[Int(position)]][column] = Version(
+                    clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID)
+            }
+        }
+        return PageLog(slots: slots, keyValues: keyValues, versions: versions, repeated: repeated)
+    }
+
+    /// The entries (the key's place in the array, column name, clock, site id) of the keys in a JSON
+    /// array, `?2`, of the table numbered `?1`; the array drives the join (CROSS JOIN), one index
+    /// search per key.
+    private static let pageEntriesSQL = """
+        SELECT k.key, c.columnName, c.clock, s.siteID FROM json_each(?2) AS k
+        CROSS JOIN ostore_meta.ostore_changes AS c ON c.tableID = ?1 AND c.pk = k.value
+        LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+        """
+
     private static func recordVersion(
         _ statement: Statement, _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp,
         _ site: Int
@@ -465,22 +601,12 @@ extension ChangeLog {
     }
 
     private func checkType(_ value: DatabaseValue, at position: Int, of target: AppliedTable) throws {
-        guard target.isStrict else { return }
-        let type = target.columnTypes[position]
-        let fits: Bool
-        switch (type, value) {
-        case (_, .null): fits = true
-        case (.any, _): fits = true
-        case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): fits = true
-        default: fits = false
-        }
-        guard fits else {
-            let table = target.definition
-            throw ChangeLogError(
-                .invalidChange, table: table.name,
-                "column \(table.columns[position].name) is \(type) in a STRICT table; the change carries \(value.storageClass)"
-            )
-        }
+        guard target.isStrict, !target.accepts(value, at: position) else { return }
+        let table = target.definition
+        throw ChangeLogError(
+            .invalidChange, table: table.name,
+            "column \(table.columns[position].name) is \(target.columnTypes[position]) in a STRICT table; the change carries \(value.storageClass)"
+        )
     }
 
     func stash(_ change: RemoteChange, reason: String, _ db: Database) throws {
@@ -502,7 +628,7 @@ extension ChangeLog {
         // that pragma only outside a transaction), so no cascade changes rows behind the log.
         return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { foreignKeys in
-                try Self.wholeThenChangeByChange { savepointEach in
+                try Self.wholeThenChangeByChange(db) { savepointEach in
                     try db.transaction(.immediate) { db in
                         let rows = try db.fetchAll("SELECT id, change FROM ostore_meta.ostore_stash ORDER BY id")
                         guard !rows.isEmpty else { return ApplyOutcome() }
@@ -520,6 +646,215 @@ extension ChangeLog {
                 }
             }
         }
+    }
+}
+
+/// The log's entries of a page's rows while the page applies whole (see
+/// ``ChangeLog/readPageLog(_:lookups:_:)``): each row's versions, as the changes applied so far
+/// left them, so that a later change of the same row merges against what an earlier one recorded;
+/// the page's new rows, inserted together (``insert(_:into:_:)``); and the entries the page
+/// records, written together by ``write(_:)`` (about 14,000 instructions a pulled insert one at a
+/// time) before anything reads the log again and at the end of the page.
+private final class PageLog {
+    static let entriesPerWrite = 100
+    static let rowsPerInsert = 100
+
+    struct Entry {
+        var tableID: Int
+        var key: DatabaseValue
+        var column: String
+        var clock: HybridTimestamp
+        var site: Int
+    }
+
+    /// Per change (by its place in the batch), the slot of its row in ``versions``; nil for a row
+    /// read from the log when it applies.
+    let slots: [Int?]
+    /// Per change, its key's values in the order of the table's key columns, when it has a valid key.
+    let keyValues: [[DatabaseValue]?]
+    /// Per row, its versions by column name.
+    private(set) var versions: [[String: ChangeLog.Version]]
+    /// Per row, whether more than one change of the page changes it: only then do its versions
+    /// follow what the page records.
+    private let repeated: [Bool]
+    /// Entries of keys and columns the log has none of yet (known from ``versions``), and the others.
+    private var newEntries: [Entry] = []
+    private var otherEntries: [Entry] = []
+    /// New rows waiting to be inserted, all of one table and with values for the same columns.
+    private var rows: [[DatabaseValue?]] = []
+    private var rowTable: AppliedTable?
+
+    init(slots: [Int?], keyValues: [[DatabaseValue]?], versions: [[String: ChangeLog.Version]], repeated: [Bool]) {
+        self.slots = slots
+        self.keyValues = keyValues
+        self.versions = versions
+        self.repeated = repeated
+        newEntries.reserveCapacity(slots.count)
+    }
+
+    /// Keeps an entry to write; a new one (of a key and column the log and the page have none of)
+    /// is written with the other new ones, after which the others update what they find. A row
+    /// changed again later in the page sees it in its ``versions``.
+    func record(_ entry: Entry, slot: Int?, version: ChangeLog.Version) {
+        guard let slot else {
+            otherEntries.append(entry)
+            return
+        }
+        if versions[slot][entry.column] == nil {
+            newEntries.append(entry)
+        } else {
+            otherEntries.append(entry)
+        }
+        if repeated[slot] { versions[slot][entry.column] = version }
+    }
+
+    func isRepeated(_ slot: Int) -> Bool { repeated[slot] }
+
+    /// Whether two rows of one table have values for the same columns.
+    private static func sameColumns(_ one: [DatabaseValue?], _ other: [DatabaseValue?]) -> Bool {
+        for position in one.indices {
+            switch (one[position], other[position]) {
+            case (.none, .some), (.some, .none): return false
+            default: continue
+            }
+        }
+        return true
+    }
+
+    /// Holds back the insert of a new row (`values` by column position), written with the others by
+    /// ``writeRows(_:)``: when ``rowsPerInsert`` wait, before a row of another table or with other
+    /// columns, and before anything else writes or reads.
+    func insert(_ values: [DatabaseValue?], into table: AppliedTable, _ db: Database) throws {
+        if let first = rows.first, rowTable !== table || !Self.sameColumns(first, values) {
+            try writeRows(db)
+        }
+        rowTable = table
+        rows.append(values)
+        if rows.count == Self.rowsPerInsert { try writeRows(db) }
+    }
+
+    /// Inserts the rows held back, in their order, as their own inserts would have (``AppliedTable/insert(_:_:)``).
+    /// Each was new when its change was read (no entries in the log); one present after all (a row
+    /// written without its entries, by another program or before the log tracked its table) throws,
+    /// and the page is applied again change by change, where its insert merges into it.
+    func writeRows(_ db: Database) throws {
+        guard let table = rowTable, !rows.isEmpty else { return }
+        defer { rows.removeAll(keepingCapacity: true) }
+        guard try table.insert(rows, db) == rows.count else { throw RowPresentAfterAll() }
+    }
+
+    struct RowPresentAfterAll: Error {}
+
+    /// Writes the rows held back, then the recorded entries into the log: the new ones inserted
+    /// ``entriesPerWrite`` by one statement, the others by the upsert one entry at a time runs.
+    ///
+    /// Statements that write many rows take `OR FAIL`: with SQLite's default (`ABORT`) each keeps a
+    /// statement journal to take back its own rows on a failure, which beyond 64 KiB spills to a
+    /// temporary file (ten times as many `pwrite` calls for the page's rows and entries, strace).
+    /// Here a failure rolls back the whole page, which is applied again change by change.
+    /// See <https://www.sqlite.org/lang_conflict.html>.
+    func write(_ db: Database) throws {
+        try writeRows(db)
+        var start = 0
+        while start < newEntries.count {
+            let rows = newEntries.count - start >= Self.entriesPerWrite ? Self.entriesPerWrite : 1
+            let statement = try db.cachedStatement(rows == 1 ? ChangeLog.recordVersionSQL : Self.insertNewSQL)
+            try Self.bind(newEntries[start..<start + rows], to: statement)
+            start += rows
+        }
+        for entry in otherEntries {
+            try Self.bind(CollectionOfOne(entry), to: db.cachedStatement(ChangeLog.recordVersionSQL))
+        }
+        newEntries.removeAll(keepingCapacity: true)
+        otherEntries.removeAll(keepingCapacity: true)
+    }
+
+    /// Binds the entries' values, five each, and runs the statement.
+    private static func bind(_ entries: some Collection<Entry>, to statement: Statement) throws {
+        defer { statement.reset() }
+        for (row, entry) in entries.enumerated() {
+            let first = row * 5
+            try statement.bind(.integer(Int64(entry.tableID)), toParameter: first + 1)
+            try statement.bind(entry.key, toParameter: first + 2)
+            try statement.bind(.text(entry.column), toParameter: first + 3)
+            try statement.bind(.integer(entry.clock.packed), toParameter: first + 4)
+            try statement.bind(.integer(Int64(entry.site)), toParameter: first + 5)
+        }
+        try statement.runToCompletion(arguments: nil)
+    }
+
+    /// ``entriesPerWrite`` new entries, in their order (each takes the next place in the queue, as
+    /// the upsert gives a new entry).
+    private static let insertNewSQL =
+        "INSERT OR FAIL INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site) VALUES "
+        + Array(repeating: "(?, ?, ?, ?, ?)", count: entriesPerWrite).joined(separator: ", ")
+}
+
+/// The distinct keys of one table's changes in a page, each with its row's slot in a ``PageLog``:
+/// an open-addressing table on a hash of the key's bytes (a `Dictionary` of `String` cost about
+/// 1,200 instructions a key, callgrind), and the JSON array ``ChangeLog/readPageLog(_:lookups:_:)``
+/// binds.
+private final class PageKeys {
+    // Touched for every change of a page, by one apply at a time (an ApplyLookups' batch): accesses
+    // never overlap, so they go without dynamic exclusivity checks.
+    /// The keys in the order they were met, and each one's slot.
+    @exclusivity(unchecked) private(set) var keys: [String] = []
+    @exclusivity(unchecked) private(set) var slots: [Int] = []
+    @exclusivity(unchecked) private var hashes: [UInt64] = []
+    /// Places in ``keys`` plus one, 0 for none; twice as many as there can be keys.
+    @exclusivity(unchecked) private var buckets: [Int32]
+
+    init(capacity: Int) {
+        var size = 16
+        while size < capacity * 2 { size *= 2 }
+        buckets = [Int32](repeating: 0, count: size)
+        keys.reserveCapacity(capacity)
+        slots.reserveCapacity(capacity)
+        hashes.reserveCapacity(capacity)
+    }
+
+    /// FNV-1a of the key's bytes, or nil unless they are printable ASCII other than `"` and `\`:
+    /// the bytes of a JSON string's content, compared by SQLite as by Swift.
+    static func hash(ifPlainJSONText key: String) -> UInt64? {
+        var key = key
+        return key.withUTF8 { bytes -> UInt64? in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {
+                guard byte >= 0x20, byte < 0x7F, byte != 0x22, byte != 0x5C else { return nil }
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            }
+            return hash
+        }
+    }
+
+    /// The slot of `key`, or `next` when the key is new (it then takes it).
+    func slot(of key: String, hash: UInt64, next: Int) -> Int {
+        let mask = buckets.count - 1
+        var bucket = Int(truncatingIfNeeded: hash ^ (hash >> 29)) & mask
+        while buckets[bucket] != 0 {
+            let place = Int(buckets[bucket]) - 1
+            if hashes[place] == hash, keys[place] == key { return slots[place] }
+            bucket = (bucket + 1) & mask
+        }
+        keys.append(key)
+        slots.append(next)
+        hashes.append(hash)
+        buckets[bucket] = Int32(keys.count)
+        return next
+    }
+
+    /// `["key1","key2",…]`, the keys as they are (``hash(ifPlainJSONText:)`` let only such keys in).
+    func json() -> String {
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        json.reserveCapacity(keys.reduce(2) { $0 + $1.utf8.count + 3 })
+        for (place, key) in keys.enumerated() {
+            if place > 0 { json.append(UInt8(ascii: ",")) }
+            json.append(UInt8(ascii: "\""))
+            json.append(contentsOf: key.utf8)
+            json.append(UInt8(ascii: "\""))
+        }
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
     }
 }
 
@@ -601,6 +936,9 @@ private final class AppliedTable {
     /// Whether the table is STRICT, and each column's declared type, for the type check.
     let isStrict: Bool
     let columnTypes: [ColumnType]
+    /// Per column, the storage classes a STRICT table takes in it, as bits (``storageClassBit(_:)``):
+    /// comparing a ``ColumnType`` compares strings (about 240 instructions a value, callgrind).
+    private let acceptedClasses: [UInt8]
     /// Column positions by declared name and by lowercased name; the first column of a
     /// lowercased name wins, as a search from the start would find it.
     private let positions: [String: Int]
@@ -609,6 +947,8 @@ private final class AppliedTable {
     private var versions: Statement?
     private var writes: [Write: [[Int]: Statement]] = [:]
     private var lastWrite: (kind: Write, written: [Int], statement: Statement)?
+    /// Inserts of ``PageLog/rowsPerInsert`` rows, by the columns they write.
+    private var multiRowInserts: [[Int]: Statement] = [:]
     private var appTriggers: Bool?
 
     init(_ definition: TableDefinition) {
@@ -620,12 +960,48 @@ private final class AppliedTable {
         isKey = definition.columns.indices.map { keyPositions.contains($0) }
         isStrict = definition.options.contains(.strict)
         columnTypes = definition.columns.map(\.type)
+        let samples: [DatabaseValue] = [.null, .integer(0), .real(0), .text(""), .blob(Data([0]))]
+        acceptedClasses = columnTypes.map { type in
+            samples.reduce(0) { accepted, value in
+                Self.fits(value, type) ? accepted | Self.storageClassBit(value) : accepted
+            }
+        }
         var byName: [String: Int] = [:]
         for (position, column) in definition.columns.enumerated() where byName[column.name.lowercased()] == nil {
             byName[column.name.lowercased()] = position
         }
         for position in byName.values { byName[definition.columns[position].name] = position }
         positions = byName
+    }
+
+    /// Whether a STRICT table takes `value` in the column at `position`.
+    func accepts(_ value: DatabaseValue, at position: Int) -> Bool {
+        acceptedClasses[position] & Self.storageClassBit(value) != 0
+    }
+
+    /// The rule of a STRICT table: NULL anywhere (NOT NULL is SQLite's to check), anything in ANY,
+    /// an integer in a REAL column, otherwise the declared class.
+    /// See <https://www.sqlite.org/stricttables.html>.
+    private static func fits(_ value: DatabaseValue, _ type: ColumnType) -> Bool {
+        switch (type, value) {
+        case (_, .null): true
+        case (.any, _): true
+        case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): true
+        // STRICT tables take `INT` as a spelling of INTEGER.
+        case (let type, .integer): type.rawValue.uppercased() == "INT"
+        default: false
+        }
+    }
+
+    @inline(__always)
+    private static func storageClassBit(_ value: DatabaseValue) -> UInt8 {
+        switch value {
+        case .null: 1
+        case .integer: 2
+        case .real: 4
+        case .text: 8
+        case .blob: 16
+        }
     }
 
     /// Where a column named `name` (as it is, then lowercased, as SQLite compares names) is.
@@ -708,6 +1084,43 @@ private final class AppliedTable {
         }
         try statement.runToCompletion(arguments: nil)
         return db.changesCount > 0
+    }
+
+    /// Inserts `rows` (values by column position, all with values for the same columns) in their
+    /// order, each unless a row with its key is present, as ``write(_:_:keyValues:_:)`` would one by
+    /// one; ``PageLog/rowsPerInsert`` rows by one statement, which on a failure leaves the rows it
+    /// wrote before it (`OR FAIL`, see ``PageLog/write(_:)``) for the page's rollback. Returns how
+    /// many rows were written.
+    func insert(_ rows: [[DatabaseValue?]], _ db: Database) throws -> Int {
+        guard let first = rows.first else { return 0 }
+        guard rows.count == PageLog.rowsPerInsert else {
+            var inserted = 0
+            for row in rows where try write(.insert, row, keyValues: [], db) { inserted += 1 }
+            return inserted
+        }
+        var written: [Int] = []
+        for (position, value) in first.enumerated() where value != nil { written.append(position) }
+        let statement: Statement
+        if let known = multiRowInserts[written] {
+            statement = known
+        } else {
+            let names = written.map { quoteIdentifier(definition.columns[$0].name) }
+            let row = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+            statement = try db.cachedStatement(
+                "INSERT OR FAIL INTO main.\(quoteIdentifier(definition.name)) (\(names.joined(separator: ", "))) VALUES "
+                    + Array(repeating: row, count: rows.count).joined(separator: ", ") + " ON CONFLICT ("
+                    + keyColumns.map(quoteIdentifier).joined(separator: ", ") + ") DO NOTHING")
+            multiRowInserts[written] = statement
+        }
+        var parameter = 1
+        for row in rows {
+            for position in written {
+                try statement.bind(row[position]!, toParameter: parameter)
+                parameter += 1
+            }
+        }
+        try statement.runToCompletion(arguments: nil)
+        return db.changesCount
     }
 
     private func statement(_ kind: Write, _ written: [Int], _ db: Database) throws -> Statement {

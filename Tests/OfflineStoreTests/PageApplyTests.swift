@@ -1,0 +1,314 @@
+import Foundation
+import OfflineStore
+import Testing
+
+/// A page applied whole reads its rows' log entries at once and writes its new entries together
+/// (PageLog in ChangeLog+Apply.swift); a page with a refused change is applied again change by
+/// change, each change reading and writing its own entries. Both must merge exactly alike.
+@Suite("Applying a page whole")
+struct PageApplyTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory() }
+
+    /// `rollbacks`, when given, hears the connection's debug log: a page that did not apply whole
+    /// rolled back ("rolling back after an error") before it was applied change by change.
+    private func store(_ name: String, rollbacks: CollectingLogHandler? = nil) throws -> (db: Database, log: ChangeLog)
+    {
+        var configuration = Configuration()
+        configuration.logHandler = rollbacks
+        let db = try Database(path: directory.path(name), configuration: configuration)
+        return (db, try ChangeLog.open(db, migrator: try Migrator(plan: PageNotesPlan.self)))
+    }
+
+    /// Rows as `id|body|rank`, and every log entry as `table|key|column|clock|site`.
+    private func state(_ db: Database) throws -> (rows: [String], entries: [String]) {
+        let rows = try db.fetchAll(
+            String.self, "SELECT quote(id) || '|' || quote(body) || '|' || quote(rank) FROM notes ORDER BY id")
+        let entries = try db.fetchAll(
+            String.self,
+            """
+            SELECT t.name || '|' || quote(c.pk) || '|' || c.columnName || '|' || c.clock || '|' || quote(s.siteID)
+            FROM ostore_meta.ostore_changes AS c
+            JOIN ostore_meta.ostore_tables AS t ON t.id = c.tableID
+            LEFT JOIN ostore_meta.ostore_sites AS s ON s.id = c.site
+            ORDER BY 1
+            """)
+        return (rows, entries)
+    }
+
+    /// Inserts, updates and deletes of few rows (so most rows change several times in a page), with
+    /// clocks out of order and from three sites. Some keys are not plain ASCII JSON text (`é`, a
+    /// quote, a backslash): they read their entries one at a time, next to the others.
+    private static func changes(count: Int, seed: UInt64) -> [RemoteChange] {
+        // A seeded generator (Knuth's MMIX linear congruential one, high bits), so a failing case
+        // can be replayed.
+        var state = seed
+        func random() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        let keys = (0..<30).map { "k\($0)" } + ["é1", "é2", "q\"1", "b\\1", "K0"]
+        let sites = (1...3).map { Data(repeating: UInt8($0), count: 16) }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        return (0..<count).map { _ in
+            let key = keys[Int(random() % UInt64(keys.count))]
+            let clock = HybridTimestamp(
+                milliseconds: now - Int64(random() % 100_000), counter: Int64(random() % 3))
+            let site = sites[Int(random() % 3)]
+            let body = DatabaseValue.text("b\(random() % 1_000)")
+            let rank = DatabaseValue.integer(Int64(random() % 100))
+            switch random() % 4 {
+            case 0:
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .delete, columns: [:], clock: clock,
+                    siteID: site)
+            case 1:
+                let columns: [String: DatabaseValue] = random() % 2 == 0 ? ["body": body] : ["rank": rank]
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .update, columns: columns,
+                    clock: clock, siteID: site)
+            default:
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .insert,
+                    columns: ["id": .text(key), "body": body, "rank": rank], clock: clock, siteID: site)
+            }
+        }
+    }
+
+    /// A change the apply refuses (its site id is not 16 bytes): its page is applied again change
+    /// by change.
+    private static let refused = RemoteChange(
+        table: "notes", primaryKey: ["id": .text("k1")], operation: .update, columns: ["body": .text("x")],
+        clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+        siteID: Data(repeating: 9, count: 15))
+
+    /// Pages of 250 (more entries than one write of the page's entries takes), 120 and 37 changes,
+    /// later pages meeting the entries earlier ones left: applied whole on one store, and change by
+    /// change on another (a refused change added to each page), they leave the same rows and
+    /// entries, with the same outcomes.
+    @Test func aPageAppliedWholeMergesExactlyAsChangeByChange() throws {
+        let log = CollectingLogHandler()
+        let whole = try store("whole.sqlite", rollbacks: log)
+        let byChange = try store("by-change.sqlite")
+        let all = Self.changes(count: 407, seed: 42)
+        var start = 0
+        for size in [250, 120, 37] {
+            let page = Array(all[start..<start + size])
+            start += size
+            let outcome = try whole.log.apply(page, to: whole.db)
+            let reference = try byChange.log.apply(page + [Self.refused], to: byChange.db)
+            #expect(outcome.rejected.isEmpty)
+            #expect(reference.rejected.map(\.index) == [size])
+            #expect(outcome.applied == reference.applied)
+            #expect(outcome.superseded == reference.superseded)
+            #expect(outcome.stashed == reference.stashed)
+            #expect(outcome.applied > 0 && outcome.superseded > 0)
+            let (rows, entries) = try state(whole.db)
+            let (referenceRows, referenceEntries) = try state(byChange.db)
+            #expect(rows == referenceRows)
+            #expect(entries == referenceEntries)
+            #expect(!rows.isEmpty && entries.count > rows.count)
+        }
+        // Each page applied whole: none went the change-by-change way, which would match too.
+        #expect(!log.messages.contains("rolling back after an error"))
+    }
+
+    /// A refused change in the middle of a page whose rows change several times: the page is
+    /// applied again change by change, the refused change alone is left out, and the result is the
+    /// page without it applied whole.
+    @Test func aRefusedChangeInAPageOfRepeatedRowsIsTheOnlyOneLeftOut() throws {
+        let withRefused = try store("with.sqlite")
+        let without = try store("without.sqlite")
+        let page = Self.changes(count: 300, seed: 7)
+        let outcome = try withRefused.log.apply(
+            Array(page[..<150]) + [Self.refused] + Array(page[150...]), to: withRefused.db)
+        let reference = try without.log.apply(page, to: without.db)
+        #expect(outcome.rejected.map(\.index) == [150])
+        #expect(outcome.rejected.first?.reason.contains("15 bytes") == true)
+        #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
+        let (rows, entries) = try state(withRefused.db)
+        let (referenceRows, referenceEntries) = try state(without.db)
+        #expect(rows == referenceRows)
+        #expect(entries == referenceEntries)
+    }
+
+    /// A row changed twice in one page: the second change merges against the versions the first
+    /// recorded (not yet written to the log when it is read), and a delete newer than both keeps
+    /// a later page's older insert out.
+    @Test func aLaterChangeOfARowInThePageSeesWhatAnEarlierOneRecorded() throws {
+        let (db, log) = try store("notes.sqlite")
+        let site = Data(repeating: 4, count: 16)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func at(_ offset: Int64) -> HybridTimestamp { HybridTimestamp(milliseconds: now - 10_000 + offset, counter: 0) }
+        let newer = RemoteChange(
+            table: "notes", primaryKey: ["id": .text("n")], operation: .insert,
+            columns: ["id": .text("n"), "body": .text("new"), "rank": .integer(2)], clock: at(20), siteID: site)
+        var older = newer
+        older.columns = ["id": .text("n"), "body": .text("old"), "rank": .integer(1)]
+        older.clock = at(10)
+        var staleUpdate = newer
+        staleUpdate.operation = .update
+        staleUpdate.columns = ["body": .text("stale")]
+        staleUpdate.clock = at(15)
+        let outcome = try log.apply([newer, older, staleUpdate], to: db)
+        #expect(outcome.applied == 1 && outcome.superseded == 2)
+        #expect(try db.fetchAll(String.self, "SELECT body || rank FROM notes") == ["new2"])
+
+        var delete = newer
+        delete.operation = .delete
+        delete.columns = [:]
+        delete.clock = at(30)
+        var reinsertOlder = newer
+        reinsertOlder.clock = at(25)
+        let second = try log.apply([delete, reinsertOlder], to: db)
+        #expect(second.applied == 1 && second.superseded == 1)
+        #expect(try db.count("notes") == 0)
+        let third = try log.apply([reinsertOlder], to: db)
+        #expect(third.superseded == 1)
+        #expect(try db.count("notes") == 0)
+    }
+
+    /// A new row of `notes` from site 5, `offset` milliseconds after a fixed time of this run.
+    private static func newNote(_ id: String, _ offset: Int64) -> RemoteChange {
+        RemoteChange(
+            table: "notes", primaryKey: ["id": .text(id)], operation: .insert,
+            columns: ["id": .text(id), "body": .text("body \(id)"), "rank": .integer(offset % 7)],
+            clock: HybridTimestamp(milliseconds: start + offset, counter: 0), siteID: Data(repeating: 5, count: 16))
+    }
+
+    private static let start = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+
+    /// New rows are inserted by one statement for many of them; changes of other kinds in between
+    /// (updates of rows the page inserted, deletes, an insert of a row changed twice) write those
+    /// before their own, and a row that is present without entries in the log (written while
+    /// nothing was recorded) sends the page through the change-by-change pass, where its insert
+    /// merges into it. Both stores end alike.
+    @Test func newRowsInsertedTogetherMergeExactlyAsChangeByChange() throws {
+        let log = CollectingLogHandler()
+        let whole = try store("whole.sqlite", rollbacks: log)
+        let byChange = try store("by-change.sqlite")
+        for store in [whole, byChange] {
+            try store.db.withoutRecordingChanges { db in
+                try db.execute("INSERT INTO notes (id, body, rank) VALUES ('n7', 'written here', 1)")
+            }
+        }
+        var page: [RemoteChange] = []
+        for number in 0..<260 {
+            page.append(Self.newNote("n\(number)", Int64(number)))
+            if number % 40 == 39 {
+                var update = Self.newNote("n\(number - 3)", Int64(number) + 1_000)
+                update.operation = .update
+                update.columns = ["body": .text("edited")]
+                page.append(update)
+                var delete = Self.newNote("n\(number - 20)", Int64(number) + 2_000)
+                delete.operation = .delete
+                delete.columns = [:]
+                page.append(delete)
+            }
+        }
+        // The first part holds the insert of n7, present without entries; the second part's rows
+        // are all new, and it ends with a newer insert of n7, which now has entries.
+        for (isSecond, size) in [(false, 150), (true, page.count - 150)] {
+            let part = Array(page[(isSecond ? 150 : 0)...].prefix(size))
+            let changes = isSecond ? part + [Self.newNote("n7", 5_000)] : part
+            let rollbacksBefore = log.messages.filter { $0 == "rolling back after an error" }.count
+            let outcome = try whole.log.apply(changes, to: whole.db)
+            let reference = try byChange.log.apply(changes + [Self.refused], to: byChange.db)
+            // The first part went change by change (n7 present without entries), the second whole.
+            let rollbacks = log.messages.filter { $0 == "rolling back after an error" }.count - rollbacksBefore
+            #expect(rollbacks == (isSecond ? 0 : 1))
+            #expect(outcome.rejected.isEmpty)
+            #expect(reference.rejected.map(\.index) == [changes.count])
+            #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
+            let (rows, entries) = try state(whole.db)
+            let (referenceRows, referenceEntries) = try state(byChange.db)
+            #expect(rows == referenceRows)
+            #expect(entries == referenceEntries)
+        }
+        #expect(try whole.db.count("notes") == 260 - 6)
+        #expect(
+            try whole.db.fetchAll(String.self, "SELECT body FROM notes WHERE id IN ('n7', 'n36') ORDER BY id")
+                == ["edited", "body n7"])
+    }
+
+    /// The type check of a STRICT table, made from a table of the classes each column takes: NULL
+    /// anywhere, an integer in a REAL column, anything in ANY, otherwise the declared class.
+    @Test func aStrictTableTakesTheStorageClassesSQLiteTakes() throws {
+        let (db, log) = try store("types.sqlite")
+        func note(_ id: String, _ column: String, _ value: DatabaseValue) -> RemoteChange {
+            var change = Self.newNote(id, 1)
+            change.columns[column] = value
+            return change
+        }
+        let outcome = try log.apply(
+            [
+                note("w", "weight", .integer(3)), note("x", "weight", .text("heavy")),
+                note("d", "data", .blob(Data([1]))),
+                note("b", "body", .real(1.5)), note("r", "rank", .null), note("i", "rank", .real(2)),
+                // Regression (review): an `INT` column refused every integer.
+                note("t", "tally", .integer(4)),
+            ], to: db)
+        #expect(outcome.rejected.map(\.index) == [1, 3, 5])
+        #expect(outcome.rejected.allSatisfy { $0.reason.contains("in a STRICT table") })
+        #expect(outcome.rejected.first?.reason.contains("column weight is REAL") == true)
+        #expect(outcome.applied == 4)
+        #expect(
+            try db.fetchAll(
+                String.self, "SELECT id || ':' || typeof(weight) || typeof(data) || typeof(rank) FROM notes ORDER BY id"
+            )
+                == ["d:nullblobinteger", "r:nullnullnull", "t:nullnullinteger", "w:realnullinteger"])
+        #expect(try db.fetchValue(Int.self, "SELECT tally FROM notes WHERE id = 't'") == 4)
+    }
+
+    /// A new row meeting another's value of a UNIQUE column fails the statement that inserts many
+    /// new rows: the page is applied again change by change, and that change alone is refused.
+    @Test func aNewRowMeetingAUniqueValueAmongManyIsTheOnlyOneRefused() throws {
+        let (db, log) = try store("tags.sqlite")
+        let page = (0..<250).map { number in
+            let name = number == 180 ? "tag 17" : "tag \(number)"
+            return RemoteChange(
+                table: "tags", primaryKey: ["id": .text("t\(number)")], operation: .insert,
+                columns: ["id": .text("t\(number)"), "name": .text(name)],
+                clock: HybridTimestamp(milliseconds: Self.start + Int64(number), counter: 0),
+                siteID: Data(repeating: 6, count: 16))
+        }
+        let outcome = try log.apply(page, to: db)
+        #expect(outcome.rejected.map(\.index) == [180])
+        #expect(outcome.rejected.first?.reason.contains("UNIQUE") == true)
+        #expect(outcome.applied == 249)
+        #expect(try db.count("tags") == 249)
+        #expect(
+            try db.fetchValue(
+                Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE columnName = '' AND pk LIKE 't%'")
+                == 249)
+    }
+}
+
+private enum PageNotesPlan: MigrationPlan {
+    static let schemas: [any VersionedSchema.Type] = [V1.self]
+    static let stages: [MigrationStage] = []
+
+    enum V1: VersionedSchema {
+        static let versionIdentifier: Schema.Version = "1.0.0"
+        static let models: [any Model.Type] = [Note.self, Tag.self]
+    }
+
+    enum Note: Model {
+        static let tableDefinition = TableDefinition("notes", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("body", .text)
+            Column("rank", .integer)
+            Column("weight", .real)
+            Column("data", .any)
+            // STRICT's other spelling of INTEGER.
+            Column("tally", ColumnType(rawValue: "INT"))
+        }
+    }
+
+    enum Tag: Model {
+        static let tableDefinition = TableDefinition("tags", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("name", .text).notNull().unique()
+        }
+    }
+}
