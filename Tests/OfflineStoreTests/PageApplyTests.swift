@@ -11,7 +11,7 @@ struct PageApplyTests {
     init() throws { directory = try TemporaryDirectory() }
 
     /// `rollbacks`, when given, hears the connection's debug log: a page that did not apply whole
-    /// rolled back ("rolling back after an error") before it was applied change by change.
+    /// says so ("applying the batch again change by change").
     private func store(_ name: String, rollbacks: CollectingLogHandler? = nil) throws -> (db: Database, log: ChangeLog)
     {
         var configuration = Configuration()
@@ -110,7 +110,7 @@ struct PageApplyTests {
             #expect(!rows.isEmpty && entries.count > rows.count)
         }
         // Each page applied whole: none went the change-by-change way, which would match too.
-        #expect(!log.messages.contains("rolling back after an error"))
+        #expect(!log.messages.contains("applying the batch again change by change"))
     }
 
     /// A refused change in the middle of a page whose rows change several times: the page is
@@ -211,12 +211,12 @@ struct PageApplyTests {
         for (isSecond, size) in [(false, 150), (true, page.count - 150)] {
             let part = Array(page[(isSecond ? 150 : 0)...].prefix(size))
             let changes = isSecond ? part + [Self.newNote("n7", 5_000)] : part
-            let rollbacksBefore = log.messages.filter { $0 == "rolling back after an error" }.count
+            let fallbacksBefore = log.messages.filter { $0 == "applying the batch again change by change" }.count
             let outcome = try whole.log.apply(changes, to: whole.db)
             let reference = try byChange.log.apply(changes + [Self.refused], to: byChange.db)
             // The first part went change by change (n7 present without entries), the second whole.
-            let rollbacks = log.messages.filter { $0 == "rolling back after an error" }.count - rollbacksBefore
-            #expect(rollbacks == (isSecond ? 0 : 1))
+            let fallbacks = log.messages.filter { $0 == "applying the batch again change by change" }.count
+            #expect(fallbacks - fallbacksBefore == (isSecond ? 0 : 1))
             #expect(outcome.rejected.isEmpty)
             #expect(reference.rejected.map(\.index) == [changes.count])
             #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)

@@ -117,6 +117,11 @@ extension ChangeLog {
             return try run(false)
         } catch let failed as FailedChange {
             if callerTransaction && !db.isInsideTransaction { throw failed.underlying }
+            // A batch that keeps coming this way (rows written while nothing was recorded, say)
+            // costs twice its apply: say why.
+            db.configuration.logHandler.log(
+                .debug, "applying the batch again change by change",
+                metadata: ["path": db.path, "reason": "\(failed.underlying)"])
             return try run(true)
         }
     }
