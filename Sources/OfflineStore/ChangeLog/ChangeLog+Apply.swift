@@ -446,18 +446,26 @@ extension ChangeLog {
         while try statement.step(arguments: nil) {
             if existence { exists = try statement.value(at: 0) == .integer(1) }
             // A row without entries comes as one row of NULLs (the outer join): nothing follows.
-            guard case .text(let column) = try statement.value(at: first),
-                case .integer(let clock) = try statement.value(at: first + 1)
-            else { break }
-            let siteID: Data
-            if case .blob(let bytes) = try statement.value(at: first + 2) {
-                siteID = bytes
-            } else {
-                siteID = identity.siteID
-            }
-            versions[column] = Version(clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID)
+            guard let (column, version) = try loggedVersion(statement, at: first) else { break }
+            versions[column] = version
         }
         return (exists, versions)
+    }
+
+    /// A log entry's column name and version from the current row of `statement`, whose columns
+    /// from `first` are `columnName, clock, siteID` (the site's id, NULL for this device); nil
+    /// when there is no entry there.
+    private func loggedVersion(_ statement: Statement, at first: Int) throws -> (column: String, version: Version)? {
+        guard case .text(let column) = try statement.value(at: first),
+            case .integer(let clock) = try statement.value(at: first + 1)
+        else { return nil }
+        let siteID: Data
+        if case .blob(let bytes) = try statement.value(at: first + 2) {
+            siteID = bytes
+        } else {
+            siteID = identity.siteID
+        }
+        return (column, Version(clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID))
     }
 
     /// The log's entries for every row of the page, read by one statement per table (the keys
@@ -516,17 +524,9 @@ extension ChangeLog {
             try statement.bind(.text(table.json()), toParameter: 2)
             while try statement.step(arguments: nil) {
                 guard case .integer(let position) = try statement.value(at: 0),
-                    case .text(let column) = try statement.value(at: 1),
-                    case .integer(let clock) = try statement.value(at: 2)
+                    let (column, version) = try loggedVersion(statement, at: 1)
                 else { continue }
-                let siteID: Data
-                if case .blob(let bytes) = try statement.value(at: 3) {
-                    siteID = bytes
-                } else {
-                    siteID = identity.siteID
-                }
-                versions[table.slots[Int(position)]][column] = Version(
-                    clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID)
+                versions[table.slots[Int(position)]][column] = version
             }
         }
         return PageLog(slots: slots, keyValues: keyValues, versions: versions, repeated: repeated)
