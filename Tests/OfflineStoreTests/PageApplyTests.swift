@@ -282,6 +282,78 @@ struct PageApplyTests {
                 Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE columnName = '' AND pk LIKE 't%'")
                 == 249)
     }
+
+    // MARK: Several batches in one transaction
+
+    /// The 407 changes in batches of 250, 120 and 37 applied in one transaction end as the same
+    /// batches applied one transaction each; nothing commits between the batches, and each
+    /// batch's `afterEach` writes inside the transaction.
+    @Test func batchesAppliedInOneTransactionMergeAsOneTransactionEach() throws {
+        let together = try store("together.sqlite")
+        let apart = try store("apart.sqlite")
+        let all = Self.changes(count: 407, seed: 11)
+        let batches = [Array(all[..<250]), Array(all[250..<370]), Array(all[370...])]
+        for batch in batches { _ = try apart.log.apply(batch, to: apart.db) }
+        let commits = Locked(0)
+        together.db.setCommitHook {
+            commits.withLock { $0 += 1 }
+            return true
+        }
+        var remaining = batches.makeIterator()
+        var seenByAfterEach: [String] = []
+        let outcome = try together.log.apply(
+            batches: { remaining.next() }, to: together.db,
+            afterEach: { db in seenByAfterEach.append("inside: \(db.isInsideTransaction), commits: \(commits.value)") })
+        together.db.setCommitHook(nil)
+        #expect(seenByAfterEach == Array(repeating: "inside: true, commits: 0", count: 3))
+        #expect(commits.value >= 1)
+        #expect(outcome.applied > 0 && outcome.superseded > 0 && outcome.rejected.isEmpty)
+        let (rows, entries) = try state(together.db)
+        let (referenceRows, referenceEntries) = try state(apart.db)
+        #expect(rows == referenceRows)
+        #expect(entries == referenceEntries)
+    }
+
+    /// A batch whose `afterEach` fails takes the batches before it back with it (they shared its
+    /// transaction), and the tracking triggers taken out while they applied are back: a local
+    /// write afterwards is recorded.
+    @Test func aBatchFailingTakesTheWholeTransactionBack() throws {
+        let (db, log) = try store("notes.sqlite")
+        struct AfterEachFailed: Error {}
+        let first = (0..<1_200).map { Self.newNote("a\($0)", Int64($0)) }
+        let second = (0..<10).map { Self.newNote("b\($0)", 2_000 + Int64($0)) }
+        var remaining = [first, second].makeIterator()
+        var applied = 0
+        #expect(throws: AfterEachFailed.self) {
+            try log.apply(
+                batches: { remaining.next() }, to: db,
+                afterEach: { _ in
+                    applied += 1
+                    if applied == 2 { throw AfterEachFailed() }
+                })
+        }
+        #expect(applied == 2)
+        #expect(try db.count("notes") == 0)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes") == 0)
+        try db.execute("INSERT INTO notes (id, body, rank) VALUES ('local', 'here', 1)")
+        #expect(try log.pendingCount(db) == 1)
+    }
+
+    /// A refused change in the second batch is left out alone: the first batch and the rest of the
+    /// second apply, and its index is its place in its own batch.
+    @Test func aRefusedChangeInALaterBatchLeavesTheOthers() throws {
+        let together = try store("together.sqlite")
+        let reference = try store("reference.sqlite")
+        let all = Self.changes(count: 200, seed: 3)
+        var remaining = [Array(all[..<120]), Array(all[120...]) + [Self.refused]].makeIterator()
+        let outcome = try together.log.apply(batches: { remaining.next() }, to: together.db, afterEach: { _ in })
+        _ = try reference.log.apply(all, to: reference.db)
+        #expect(outcome.rejected.map(\.index) == [80])
+        let (rows, entries) = try state(together.db)
+        let (referenceRows, referenceEntries) = try state(reference.db)
+        #expect(rows == referenceRows)
+        #expect(entries == referenceEntries)
+    }
 }
 
 private enum PageNotesPlan: MigrationPlan {

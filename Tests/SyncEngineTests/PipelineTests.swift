@@ -34,6 +34,18 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
 
     init(_ inner: InProcessTransport) { self.inner = inner }
 
+    /// Waits until no pull is in flight (the page asked for ahead has been answered), and returns
+    /// whether there was one.
+    func waitUntilNoPullInFlight() -> Bool {
+        let deadline = Date().addingTimeInterval(30)
+        var waited = false
+        while (inFlight.value["pull"] ?? 0) > 0, Date() < deadline {
+            waited = true
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return waited
+    }
+
     /// Counts from here on, and fails the `number`th request (from 1) to `name` from here on.
     func watch(failing name: String? = nil, number: Int = 0) {
         started.value = [:]
@@ -188,6 +200,42 @@ struct PipelineTests {
         transport.watch()
         #expect(try bob.engine.sync().pulled == 16)
         #expect(try held(bob) == 21)
+    }
+
+    /// Pages that have arrived while one applies join its transaction: fewer commits (one progress
+    /// report each) than pages, and the same rows. Each page's apply waits,
+    /// through an app trigger, until the page asked for after it has been answered, so the next
+    /// page is there whenever one ends.
+    @Test func pagesReceivedWhileOneAppliesJoinItsTransaction() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        func pull(into name: String, pullTransactionChanges: Int) throws -> (reports: Int, held: Int) {
+            let device = try Device(directory, name, transport: transport, token: dataset.token)
+            try device.db.add(
+                function: DatabaseFunction("wait_for_next_page", argumentCount: 0) { [transport] _ in
+                    // Answered, then handed to the engine on the fetching thread: a moment more.
+                    if transport.waitUntilNoPullInFlight() { Thread.sleep(forTimeInterval: 0.02) }
+                    return 0
+                })
+            try device.db.execute(
+                "CREATE TEMP TRIGGER wait_for_page AFTER INSERT ON reminders BEGIN SELECT wait_for_next_page(); END")
+            var configuration = device.engine.configuration
+            configuration.pullTransactionChanges = pullTransactionChanges
+            let engine = SyncEngine(db: device.db, log: device.log, transport: transport, configuration: configuration)
+            var reports = 0
+            transport.watch()
+            #expect(try engine.sync(progress: { _ in reports += 1 }).pulled == 21)
+            #expect(try engine.state().cursor == transport.pageCursors.value.last)
+            return (reports, try held(device))
+        }
+        let apart = try pull(into: "bob.sqlite", pullTransactionChanges: 0)
+        let pages = transport.pageCursors.value.count
+        #expect(pages >= 5)
+        #expect(apart == (reports: pages, held: 21))
+        let together = try pull(into: "carol.sqlite", pullTransactionChanges: 100)
+        #expect(transport.pageCursors.value.count == pages)
+        #expect(together.held == 21)
+        #expect(together.reports < apart.reports)
     }
 
     @Test func theFirstPageIsSmallAndTheNextOnesGrowToThePageSize() throws {

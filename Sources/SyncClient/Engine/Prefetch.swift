@@ -20,11 +20,16 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Waits for the work to end and returns what it gave (once).
+    /// Waits for the work to end and returns what it gave (the same each time it is asked).
     func value() throws(SyncError) -> Value {
         done.wait()
+        // Signalled again for whoever asks next (``value()`` once more, or ``abandon()``).
+        done.signal()
         return try lock.withLock { result! }.get()
     }
+
+    /// Whether the work has ended, so that ``value()`` returns at once.
+    var isReady: Bool { lock.withLock { result != nil } }
 
     /// Tells the work nobody needs its answer (it stops before its next retry), and waits for it
     /// to end, so nothing uses the transport once the engine has returned.

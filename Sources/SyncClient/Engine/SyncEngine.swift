@@ -34,8 +34,16 @@ public final class SyncEngine {
         /// 5,000 took a third less server CPU per change than 1,000.
         public var pushBatchSize = 5_000
         /// Changes per pull page, at most the server's `maxChangesPerPull`. Each page is applied in
-        /// one transaction; two pages are in memory at once (the one applied and the next).
+        /// a transaction with the pages received meanwhile (see ``pullTransactionChanges``); two
+        /// pages are in memory at once (the one applied and the next).
         public var pullPageSize = 5_000
+        /// Pages already received while one applies join its transaction up to this many changes
+        /// (and for at most a quarter of a second, so the app's own writers do not wait long):
+        /// each commit writes every page its changes dirtied to the WAL, and random keys dirty
+        /// most of an index whatever the batch's size, so fewer commits write less. A crash loses
+        /// at most that much progress: the cursor is saved with the pages it covers, and they are
+        /// pulled again. 0 applies each page in a transaction of its own.
+        public var pullTransactionChanges = 20_000
         public var retry = RetryPolicy()
 
         public init(server: URL, dataset: String, token: String) {
@@ -335,7 +343,7 @@ public final class SyncEngine {
     public static let firstPullPageSize = 1_000
 
     /// Pulls the pages after `state.cursor` (each asked for with `fetch` while the one before it
-    /// applies) and applies them, calling `committed` after the commit of each page but the last.
+    /// applies) and applies them, calling `committed` after each commit but the last.
     private func applyPages(
         from fetch: (_ cursor: String?, _ limit: Int) -> Prefetch<PulledPage>, pageSize: Int,
         state: inout SyncState, report: inout SyncReport, progress: ((SyncProgress) -> Void)?, committed: () -> Void
@@ -366,46 +374,78 @@ public final class SyncEngine {
                 limit = min(2 * limit, pageSize)
                 next = fetch(page.cursor, limit)
             }
+            // The pages applied together (this one, and those already received meanwhile) and the
+            // state once they have committed; `state` itself moves only then, so a failure leaves
+            // it at what the store holds.
+            var last = page
+            var applied = state
+            applied.cursor = page.cursor
+            var pulled = changes.count
             do throws(SyncError) {
-                // Only the cursor of an applied page is saved: in the page's own transaction (one
-                // commit fewer per page), or after the app's step when there is one, so that a
-                // failing step leaves the page to be pulled and applied again (which changes
-                // nothing already applied) and the step to run again.
-                var applied = state
-                applied.cursor = page.cursor
-                var cursorSaved = false
-                if !changes.isEmpty {
-                    let outcome: ApplyOutcome
-                    if afterApplyingChanges == nil {
-                        outcome = try store {
-                            try log.apply(
-                                changes, to: db, alongside: { [log, applied] db in try log.save(applied, db) })
-                        }
-                        cursorSaved = true
-                    } else {
-                        outcome = try store { try log.apply(changes, to: db) }
+                if changes.isEmpty {
+                    try store { try log.save(applied, db) }
+                } else if let afterApplyingChanges {
+                    // The app's step runs after each page, on what that page committed: one page
+                    // per transaction. The cursor is saved after the step, so that a failing step
+                    // leaves the page to be pulled and applied again (which changes nothing already
+                    // applied) and the step to run again.
+                    let outcome = try store { try log.apply(changes, to: db) }
+                    if page.hasMore { committed() }
+                    report.refused += outcome.rejected.count
+                    try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
+                    try store { try log.save(applied, db) }
+                } else {
+                    // Each page's cursor is saved in its own savepoint, with its changes.
+                    let started = ContinuousClock.now
+                    var first: [RemoteChange]? = changes
+                    let outcome = try store {
+                        try log.apply(
+                            batches: { () -> [RemoteChange]? in
+                                if let batch = first {
+                                    first = nil
+                                    return batch
+                                }
+                                // The next page joins the transaction only when it is already here
+                                // (the write lock is never held waiting for the network), and
+                                // while the transaction stays short for the app's own writers.
+                                guard last.hasMore, pulled < configuration.pullTransactionChanges,
+                                    ContinuousClock.now - started < Self.pullTransactionHold, next.isReady,
+                                    case .success(let (ready, readyChanges)) = Result(catching: {
+                                        () throws(SyncError) -> PulledPage in try next.value()
+                                    }),
+                                    !readyChanges.isEmpty
+                                else { return nil }
+                                if ready.hasMore {
+                                    limit = min(2 * limit, pageSize)
+                                    next = fetch(ready.cursor, limit)
+                                }
+                                last = ready
+                                applied.cursor = ready.cursor
+                                pulled += readyChanges.count
+                                return readyChanges
+                            }, to: db, afterEach: { db in try log.save(applied, db) })
                     }
                     // The last page's WAL is left to the connection's own automatic checkpoint (at
                     // the app's next commit): copying it here would hold sync() for one more round,
                     // with its fsyncs (0.2-48 ms measured).
-                    if page.hasMore { committed() }
+                    if last.hasMore { committed() }
                     report.refused += outcome.rejected.count
-                    if let afterApplyingChanges {
-                        try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
-                    }
                 }
-                report.pulled += changes.count
-                state = applied
-                if !cursorSaved { try store { try log.save(state, db) } }
             } catch {
-                if page.hasMore { next.abandon() }
+                if last.hasMore { next.abandon() }
                 throw error
             }
-            total = max(total ?? 0, report.pulled + Int(clamping: page.remaining))
+            report.pulled += pulled
+            state = applied
+            total = max(total ?? 0, report.pulled + Int(clamping: last.remaining))
             progress?(SyncProgress(applied: report.pulled, total: total ?? report.pulled))
-            if !page.hasMore { return }
+            if !last.hasMore { return }
         }
     }
+
+    /// How long the pages of a pull may keep adding to one transaction (see
+    /// ``Configuration/pullTransactionChanges``): the app's own writers wait for it meanwhile.
+    static let pullTransactionHold = Duration.milliseconds(250)
 
     // MARK: Store
 
