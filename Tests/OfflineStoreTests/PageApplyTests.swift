@@ -339,17 +339,48 @@ struct PageApplyTests {
         #expect(try log.pendingCount(db) == 1)
     }
 
-    /// A refused change in the second batch is left out alone: the first batch and the rest of the
-    /// second apply, and its index is its place in its own batch.
-    @Test func aRefusedChangeInALaterBatchLeavesTheOthers() throws {
+    /// A refused change in the first batch is left out alone, as a page applied by itself leaves
+    /// it; the batches after it apply.
+    @Test func aRefusedChangeInTheFirstBatchIsLeftOutAlone() throws {
         let together = try store("together.sqlite")
         let reference = try store("reference.sqlite")
         let all = Self.changes(count: 200, seed: 3)
-        var remaining = [Array(all[..<120]), Array(all[120...]) + [Self.refused]].makeIterator()
+        var remaining = [Array(all[..<120]) + [Self.refused], Array(all[120...])].makeIterator()
         let outcome = try together.log.apply(batches: { remaining.next() }, to: together.db, afterEach: { _ in })
-        _ = try reference.log.apply(all, to: reference.db)
-        #expect(outcome.rejected.map(\.index) == [80])
+        _ = try reference.log.apply(Array(all[..<120]), to: reference.db)
+        _ = try reference.log.apply(Array(all[120...]), to: reference.db)
+        #expect(outcome.rejected.map(\.index) == [120])
         let (rows, entries) = try state(together.db)
+        let (referenceRows, referenceEntries) = try state(reference.db)
+        #expect(rows == referenceRows)
+        #expect(entries == referenceEntries)
+    }
+
+    /// A later batch that cannot be applied whole (it holds a refused change) takes the whole
+    /// transaction back, without a savepoint of its own: the call says so, nothing is applied, and
+    /// the batches applied again one per call leave the refused change out alone.
+    @Test func aLaterBatchThatCannotApplyWholeRollsTheTransactionBack() throws {
+        let (db, log) = try store("notes.sqlite")
+        let reference = try store("reference.sqlite")
+        let all = Self.changes(count: 200, seed: 5)
+        let batches = [Array(all[..<120]), Array(all[120...]) + [Self.refused]]
+        var remaining = batches.makeIterator()
+        var afterEachCalls = 0
+        do {
+            _ = try log.apply(batches: { remaining.next() }, to: db, afterEach: { _ in afterEachCalls += 1 })
+            Issue.record("the second batch should have rolled the transaction back")
+        } catch let error as ChangeLogError {
+            #expect(error.kind == .batchesRolledBack)
+        }
+        #expect(afterEachCalls == 1)
+        #expect(try db.count("notes") == 0)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes") == 0)
+        for batch in batches {
+            let outcome = try log.apply(batch, to: db)
+            #expect(outcome.rejected.map(\.index) == (batch.last == Self.refused ? [80] : []))
+        }
+        for batch in batches { _ = try reference.log.apply(batch.filter { $0 != Self.refused }, to: reference.db) }
+        let (rows, entries) = try state(db)
         let (referenceRows, referenceEntries) = try state(reference.db)
         #expect(rows == referenceRows)
         #expect(entries == referenceEntries)

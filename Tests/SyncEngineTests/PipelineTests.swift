@@ -202,23 +202,27 @@ struct PipelineTests {
         #expect(try held(bob) == 21)
     }
 
+    /// Makes each page's apply wait, through an app trigger, until the page asked for after it
+    /// has been answered, so the next page is there whenever one ends.
+    private func makePagesArriveWhileOneApplies(_ device: Device) throws {
+        try device.db.add(
+            function: DatabaseFunction("wait_for_next_page", argumentCount: 0) { [transport] _ in
+                // Answered, then handed to the engine on the fetching thread: a moment more.
+                if transport.waitUntilNoPullInFlight() { Thread.sleep(forTimeInterval: 0.02) }
+                return 0
+            })
+        try device.db.execute(
+            "CREATE TEMP TRIGGER wait_for_page AFTER INSERT ON reminders BEGIN SELECT wait_for_next_page(); END")
+    }
+
     /// Pages that have arrived while one applies join its transaction: fewer commits (one progress
-    /// report each) than pages, and the same rows. Each page's apply waits,
-    /// through an app trigger, until the page asked for after it has been answered, so the next
-    /// page is there whenever one ends.
+    /// report each) than pages, and the same rows.
     @Test func pagesReceivedWhileOneAppliesJoinItsTransaction() throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
         func pull(into name: String, pullTransactionChanges: Int) throws -> (reports: Int, held: Int) {
             let device = try Device(directory, name, transport: transport, token: dataset.token)
-            try device.db.add(
-                function: DatabaseFunction("wait_for_next_page", argumentCount: 0) { [transport] _ in
-                    // Answered, then handed to the engine on the fetching thread: a moment more.
-                    if transport.waitUntilNoPullInFlight() { Thread.sleep(forTimeInterval: 0.02) }
-                    return 0
-                })
-            try device.db.execute(
-                "CREATE TEMP TRIGGER wait_for_page AFTER INSERT ON reminders BEGIN SELECT wait_for_next_page(); END")
+            try makePagesArriveWhileOneApplies(device)
             var configuration = device.engine.configuration
             configuration.pullTransactionChanges = pullTransactionChanges
             let engine = SyncEngine(db: device.db, log: device.log, transport: transport, configuration: configuration)
@@ -236,6 +240,49 @@ struct PipelineTests {
         #expect(transport.pageCursors.value.count == pages)
         #expect(together.held == 21)
         #expect(together.reports < apart.reports)
+    }
+
+    /// The page asked for while one applies fails, and its failure is there when that page ends:
+    /// the transaction commits what came before it (the failure is read again, not waited for a
+    /// second time), the sync fails with it, and the next sync resumes after the committed page.
+    @Test func aPageFailingWhileOneAppliesCommitsWhatCameBeforeIt() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
+        try makePagesArriveWhileOneApplies(bob)
+        transport.watch(failing: "pull", number: 2)
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        let firstPage = try #require(transport.pageCursors.value.first)
+        #expect(try bob.engine.state().cursor == firstPage)
+        #expect(try held(bob) == 5)
+        transport.watch()
+        #expect(try bob.engine.sync().pulled == 16)
+        #expect(try held(bob) == 21)
+    }
+
+    /// A page that joined the transaction and cannot be applied whole (Bob holds one of its rows
+    /// without a log entry, written while nothing was recorded): the transaction's pages are
+    /// rolled back, pulled again and applied each alone, and every change arrives once.
+    @Test func aJoinedPageThatCannotApplyWholeIsPulledAgainAndAppliedAlone() throws {
+        let alice = try aliceWithTwentyOneChanges()
+        #expect(try alice.engine.sync().pushed == 21)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
+        try bob.db.execute("PRAGMA foreign_keys = OFF")
+        try bob.db.withoutRecordingChanges { db in
+            try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R7', 'written here', 'L')")
+        }
+        try bob.db.execute("PRAGMA foreign_keys = ON")
+        try makePagesArriveWhileOneApplies(bob)
+        transport.watch()
+        let report = try bob.engine.sync()
+        #expect(report.pulled == 21)
+        // Pulled again after the rollback: more pages asked for than the 21 changes need.
+        let pages = transport.pageCursors.value
+        #expect(pages.count > (21 + 4) / 5)
+        #expect(try bob.engine.state().cursor == pages.last)
+        #expect(try held(bob) == 21)
+        #expect(try bob.rows("SELECT title FROM reminders WHERE id = 'R7'") == ["t7"])
+        #expect(try bob.log.pendingCount(bob.db) == 0)
     }
 
     @Test func theFirstPageIsSmallAndTheNextOnesGrowToThePageSize() throws {

@@ -67,31 +67,38 @@ extension ChangeLog {
 
     /// Applies batches that come one after another (the pages of a pull) in one transaction, each
     /// batch as ``apply(_:to:alongside:)`` applies one, with the same rules, until `next` returns
-    /// nil. Each batch runs in a savepoint of its own, so a change that fails is rejected and the
-    /// batch applied again change by change without undoing the batches before it; `afterEach`
-    /// writes in the batch's savepoint after its changes (a pull's cursor, saved with the page it
-    /// covers). The stash is retried once, after the transaction commits.
+    /// nil; `afterEach` writes after each batch's changes (a pull's cursor, committed with the
+    /// pages it covers). The stash is retried once, after the transaction commits.
+    ///
+    /// The first batch is applied as ``apply(_:to:alongside:)`` applies one: a change that fails
+    /// is rejected with its reason and the rest of the batch applied. The batches after it are
+    /// applied straight in the transaction, with no savepoint of their own (a savepoint makes
+    /// SQLite copy every page the batch changes to a statement journal first); when one of them
+    /// cannot be applied whole, the whole transaction is rolled back and this throws
+    /// ``ChangeLogError/Kind/batchesRolledBack``: none of the batches is applied, and the caller
+    /// applies them again, the first of them alone.
     ///
     /// One transaction for several pages is cheaper than one each: each commit writes to the WAL
     /// every page its batch dirtied, and random keys dirty most of a table's index pages whatever
-    /// the batch's size; the tracking triggers are taken out and put back once, not per batch
-    /// (`ostore-bench sync`, 100,000 pulled inserts in pages of 5,000 joined up to 20,000: the
-    /// pull's client CPU 1.14–1.35 s against 1.22–1.56 s one page per transaction). `next` runs
-    /// inside the write transaction: it must not wait (for the network, say); return nil to
-    /// commit what has been applied, and call this again for what comes later. A rejected
-    /// change's ``RejectedChange/index`` is its place in its own batch.
+    /// the batch's size; the tracking triggers are taken out and put back once, not per batch.
+    /// `next` runs inside the write transaction: it must not wait (for the network, say); return
+    /// nil to commit what has been applied, and call this again for what comes later; an error it
+    /// throws rolls everything back. A rejected change's ``RejectedChange/index`` is its place in
+    /// its own batch.
     ///
     /// ```swift
     /// var pages = received.makeIterator()
     /// let outcome = try log.apply(batches: { pages.next() }, to: db, afterEach: { _ in })
     /// ```
     ///
-    /// See <https://www.sqlite.org/lang_savepoint.html>.
+    /// See <https://www.sqlite.org/lang_savepoint.html> and
+    /// <https://www.sqlite.org/tempfiles.html#stmtjrnl>.
     public func apply(
         batches next: () throws -> [RemoteChange]?, to db: Database, afterEach: (Database) throws -> Void
     ) throws -> ApplyOutcome {
-        guard let first = try next() else { return ApplyOutcome() }
-        var outcome = try applyBatches(first: first, next: next, to: db, afterEach: afterEach)
+        var first = try next()
+        guard first != nil else { return ApplyOutcome() }
+        var outcome = try applyBatches(first: &first, next: next, to: db, afterEach: afterEach)
         // A batch may bring what stashed changes waited for (a parent row, a row to update). One
         // stashed change may wait for another (an update for the insert of a row that waits for
         // its parent), so the stash is retried while it shrinks.
@@ -113,35 +120,49 @@ extension ChangeLog {
     }
 
     private func applyBatches(
-        first: [RemoteChange], next: () throws -> [RemoteChange]?, to db: Database,
+        first: inout [RemoteChange]?, next: () throws -> [RemoteChange]?, to db: Database,
         afterEach: (Database) throws -> Void
     ) throws -> ApplyOutcome {
         // Only a transaction of the batches' own is sure to roll back whatever fails, the drop of
         // the triggers with it.
-        let withoutTriggers = first.count >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
+        let withoutTriggers = (first?.count ?? 0) >= Self.batchSizeWithoutTrackingTriggers && !db.isInsideTransaction
         return try db.withoutRecordingChanges { db in
             try withoutForeignKeyActions(db) { foreignKeys in
-                try db.transaction(.immediate) { db in
-                    func applyAll() throws -> ApplyOutcome {
-                        var outcome = ApplyOutcome()
-                        var batch: [RemoteChange]? = first
-                        while let changes = batch {
-                            let applied = try Self.wholeThenChangeByChange(db) { savepointEach in
-                                try db.savepoint { db in
-                                    let applied = try applyInTransaction(
-                                        changes, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
-                                    try afterEach(db)
-                                    return applied
+                // A first batch that fails whole rolls back this transaction (it holds nothing
+                // else yet) and is applied again change by change; what joins it comes after.
+                try Self.wholeThenChangeByChange(db) { savepointEach in
+                    try db.transaction(.immediate) { db in
+                        func applyAll() throws -> ApplyOutcome {
+                            var outcome = try applyInTransaction(
+                                first ?? [], db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                            try afterEach(db)
+                            // Applied: not held while the batches after it apply.
+                            first = nil
+                            var joined = 0
+                            while let changes = try next() {
+                                joined += 1
+                                let applied: ApplyOutcome
+                                do {
+                                    applied = try applyInTransaction(
+                                        changes, db, foreignKeys: foreignKeys, savepointEach: false)
+                                } catch let failed as FailedChange {
+                                    // SQLite itself ended the transaction (a full disk): its error.
+                                    guard db.isInsideTransaction else { throw failed.underlying }
+                                    throw ChangeLogError(
+                                        .batchesRolledBack,
+                                        "batch \(joined + 1) of this transaction could not be applied whole "
+                                            + "(\(failed.underlying)): the transaction was rolled back",
+                                        fix: "apply the batches again, the first of them alone")
                                 }
+                                try afterEach(db)
+                                outcome.applied += applied.applied
+                                outcome.superseded += applied.superseded
+                                outcome.rejected += applied.rejected
                             }
-                            outcome.applied += applied.applied
-                            outcome.superseded += applied.superseded
-                            outcome.rejected += applied.rejected
-                            batch = try next()
+                            return outcome
                         }
-                        return outcome
+                        return try withoutTriggers ? withoutTrackingTriggers(db, applyAll) : applyAll()
                     }
-                    return try withoutTriggers ? withoutTrackingTriggers(db, applyAll) : applyAll()
                 }
             }
         }

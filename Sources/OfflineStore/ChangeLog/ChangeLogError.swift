@@ -9,6 +9,9 @@ public struct ChangeLogError: Error, Sendable, CustomStringConvertible {
         case invalidChange
         /// The metadatabase belongs to another store, or cannot be opened or migrated.
         case metadatabase
+        /// A batch after the first in ``ChangeLog/apply(batches:to:afterEach:)`` could not be applied
+        /// whole: the transaction was rolled back, and none of the call's batches is applied.
+        case batchesRolledBack
     }
 
     public var kind: Kind

@@ -37,12 +37,13 @@ public final class SyncEngine {
         /// a transaction with the pages received meanwhile (see ``pullTransactionChanges``); two
         /// pages are in memory at once (the one applied and the next).
         public var pullPageSize = 5_000
-        /// Pages already received while one applies join its transaction up to this many changes
-        /// (and for at most a quarter of a second, so the app's own writers do not wait long):
-        /// each commit writes every page its changes dirtied to the WAL, and random keys dirty
-        /// most of an index whatever the batch's size, so fewer commits write less. A crash loses
-        /// at most that much progress: the cursor is saved with the pages it covers, and they are
-        /// pulled again. 0 applies each page in a transaction of its own.
+        /// Pages already received while one applies join its transaction while it holds fewer
+        /// than this many changes and has been open less than a quarter of a second (so the app's
+        /// own writers do not wait long): each commit writes every page its changes dirtied to the
+        /// WAL, and random keys dirty most of an index whatever the batch's size, so fewer commits
+        /// write less. A crash loses at most that much progress: the cursor is saved with the
+        /// pages it covers, and they are pulled again. 0, or an ``afterApplyingChanges`` step,
+        /// applies each page in a transaction of its own.
         public var pullTransactionChanges = 20_000
         public var retry = RetryPolicy()
 
@@ -320,8 +321,14 @@ public final class SyncEngine {
             return Prefetch { (isCancelled) throws(SyncError) -> PulledPage in
                 var page = try requests.exchange(
                     "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
-                let changes = page.changes.map(RemoteChange.init)
+                // Converted from the last, each wire change freed as soon as it is converted, so the
+                // page is not held twice at its peak.
+                var wire = page.changes
                 page.changes = []
+                var changes: [RemoteChange] = []
+                changes.reserveCapacity(wire.count)
+                while let change = wire.popLast() { changes.append(RemoteChange(change)) }
+                changes.reverse()
                 return (page, changes)
             }
         }
@@ -351,8 +358,10 @@ public final class SyncEngine {
         var total: Int?
         var limit = min(Self.firstPullPageSize, pageSize)
         var next = fetch(state.cursor, limit)
+        var joinsPages = true
         while true {
-            let (page, changes): PulledPage
+            let page: PullResponse
+            var changes: [RemoteChange]
             switch Result(catching: { () throws(SyncError) -> PulledPage in try next.value() }) {
             case .success(let answer):
                 (page, changes) = answer
@@ -395,35 +404,52 @@ public final class SyncEngine {
                     try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                     try store { try log.save(applied, db) }
                 } else {
-                    // Each page's cursor is saved in its own savepoint, with its changes.
-                    let started = ContinuousClock.now
+                    // Held by the transaction's first batch alone: not kept while later pages apply.
                     var first: [RemoteChange]? = changes
-                    let outcome = try store {
-                        try log.apply(
-                            batches: { () -> [RemoteChange]? in
-                                if let batch = first {
-                                    first = nil
-                                    return batch
-                                }
-                                // The next page joins the transaction only when it is already here
-                                // (the write lock is never held waiting for the network), and
-                                // while the transaction stays short for the app's own writers.
-                                guard last.hasMore, pulled < configuration.pullTransactionChanges,
-                                    ContinuousClock.now - started < Self.pullTransactionHold, next.isReady,
-                                    case .success(let (ready, readyChanges)) = Result(catching: {
-                                        () throws(SyncError) -> PulledPage in try next.value()
-                                    }),
-                                    !readyChanges.isEmpty
-                                else { return nil }
-                                if ready.hasMore {
-                                    limit = min(2 * limit, pageSize)
-                                    next = fetch(ready.cursor, limit)
-                                }
-                                last = ready
-                                applied.cursor = ready.cursor
-                                pulled += readyChanges.count
-                                return readyChanges
-                            }, to: db, afterEach: { db in try log.save(applied, db) })
+                    changes = []
+                    let started = ContinuousClock.now
+                    // Each page's cursor is saved with its changes; nil: the pages were rolled back.
+                    let outcome = try store { () -> ApplyOutcome? in
+                        do {
+                            return try log.apply(
+                                batches: { () -> [RemoteChange]? in
+                                    if let batch = first {
+                                        first = nil
+                                        return batch
+                                    }
+                                    // The next page joins the transaction only when it is already
+                                    // here (the write lock is never held waiting for the network),
+                                    // and while the transaction stays short for the app's writers.
+                                    guard joinsPages, last.hasMore, pulled < configuration.pullTransactionChanges,
+                                        ContinuousClock.now - started < Self.pullTransactionHold, next.isReady,
+                                        case .success(let (ready, readyChanges)) = Result(catching: {
+                                            () throws(SyncError) -> PulledPage in try next.value()
+                                        }),
+                                        !readyChanges.isEmpty
+                                    else { return nil }
+                                    if ready.hasMore {
+                                        limit = min(2 * limit, pageSize)
+                                        next = fetch(ready.cursor, limit)
+                                    }
+                                    last = ready
+                                    applied.cursor = ready.cursor
+                                    pulled += readyChanges.count
+                                    return readyChanges
+                                }, to: db, afterEach: { db in try log.save(applied, db) })
+                        } catch let error as ChangeLogError {
+                            guard error.kind == .batchesRolledBack else { throw error }
+                            return nil
+                        }
+                    }
+                    guard let outcome else {
+                        // A page that joined could not be applied whole (its change-by-change pass
+                        // needs a savepoint, which only a page alone does without): nothing of
+                        // these pages committed. They are pulled again from the cursor the store
+                        // holds, each page in its own transaction for the rest of this sync.
+                        if last.hasMore { next.abandon() }
+                        joinsPages = false
+                        next = fetch(state.cursor, limit)
+                        continue
                     }
                     // The last page's WAL is left to the connection's own automatic checkpoint (at
                     // the app's next commit): copying it here would hold sync() for one more round,
@@ -433,6 +459,9 @@ public final class SyncEngine {
                 }
             } catch {
                 if last.hasMore { next.abandon() }
+                // What committed may be ahead of `state` (the stash's retry after the pages'
+                // commit failed): the cursor is the store's, which sync() saves with the error.
+                if let stored = try? log.syncState(db, endpoint: endpoint) { state.cursor = stored.cursor }
                 throw error
             }
             report.pulled += pulled
