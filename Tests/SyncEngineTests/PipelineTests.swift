@@ -186,10 +186,14 @@ struct PipelineTests {
         #expect(try bob.log.pendingCount(bob.db) == 0)
     }
 
-    @Test func withoutAnAppStepAPageAndItsCursorCommitTogether() throws {
+    /// Without an app step a page and its cursor commit together. With `joining`, page 2's failure
+    /// is already there when page 1 ends, so the transaction reads it (without waiting for it a
+    /// second time) and commits page 1 alone.
+    @Test(arguments: [false, true]) func withoutAnAppStepAPageAndItsCursorCommitTogether(joining: Bool) throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
         let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
+        if joining { try makePagesArriveWhileOneApplies(bob) }
         // Pull 2 fails, after page 1 came and while (or after) it is applied.
         transport.watch(failing: "pull", number: 2)
         #expect(throws: SyncError.self) { try bob.engine.sync() }
@@ -240,24 +244,6 @@ struct PipelineTests {
         #expect(transport.pageCursors.value.count == pages)
         #expect(together.held == 21)
         #expect(together.reports < apart.reports)
-    }
-
-    /// The page asked for while one applies fails, and its failure is there when that page ends:
-    /// the transaction commits what came before it (the failure is read again, not waited for a
-    /// second time), the sync fails with it, and the next sync resumes after the committed page.
-    @Test func aPageFailingWhileOneAppliesCommitsWhatCameBeforeIt() throws {
-        let alice = try aliceWithTwentyOneChanges()
-        #expect(try alice.engine.sync().pushed == 21)
-        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
-        try makePagesArriveWhileOneApplies(bob)
-        transport.watch(failing: "pull", number: 2)
-        #expect(throws: SyncError.self) { try bob.engine.sync() }
-        let firstPage = try #require(transport.pageCursors.value.first)
-        #expect(try bob.engine.state().cursor == firstPage)
-        #expect(try held(bob) == 5)
-        transport.watch()
-        #expect(try bob.engine.sync().pulled == 16)
-        #expect(try held(bob) == 21)
     }
 
     /// A page that joined the transaction and cannot be applied whole (Bob holds one of its rows
