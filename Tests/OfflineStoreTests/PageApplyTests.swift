@@ -356,6 +356,21 @@ struct PageApplyTests {
         #expect(entries == referenceEntries)
     }
 
+    /// A first batch applied change by change (it holds a refused change), then a later one that
+    /// cannot be applied whole: the whole transaction goes back, the first batch's change-by-change
+    /// work with it.
+    @Test func aLaterBatchFailingAfterAFirstAppliedChangeByChangeRollsBothBack() throws {
+        let (db, log) = try store("notes.sqlite")
+        let all = Self.changes(count: 200, seed: 9)
+        var remaining = [Array(all[..<120]) + [Self.refused], Array(all[120...]) + [Self.refused]].makeIterator()
+        #expect {
+            try log.apply(batches: { remaining.next() }, to: db, afterEach: { _ in })
+        } throws: { ($0 as? ChangeLogError)?.kind == .batchesRolledBack }
+        #expect(try db.count("notes") == 0)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes") == 0)
+        #expect(try log.refusedChanges(db).isEmpty)
+    }
+
     /// A later batch that cannot be applied whole (it holds a refused change) takes the whole
     /// transaction back, without a savepoint of its own: the call says so, nothing is applied, and
     /// the batches applied again one per call leave the refused change out alone.

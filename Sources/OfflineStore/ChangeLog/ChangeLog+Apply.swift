@@ -68,7 +68,7 @@ extension ChangeLog {
     /// Applies batches that come one after another (the pages of a pull) in one transaction, each
     /// batch as ``apply(_:to:alongside:)`` applies one, with the same rules, until `next` returns
     /// nil; `afterEach` writes after each batch's changes (a pull's cursor, committed with the
-    /// pages it covers). The stash is retried once, after the transaction commits.
+    /// pages it covers). The stash is retried after the transaction commits, while it shrinks.
     ///
     /// The first batch is applied as ``apply(_:to:alongside:)`` applies one: a change that fails
     /// is rejected with its reason and the rest of the batch applied. The batches after it are
@@ -76,7 +76,9 @@ extension ChangeLog {
     /// SQLite copy every page the batch changes to a statement journal first); when one of them
     /// cannot be applied whole, the whole transaction is rolled back and this throws
     /// ``ChangeLogError/Kind/batchesRolledBack``: none of the batches is applied, and the caller
-    /// applies them again, the first of them alone.
+    /// applies them again, the first of them alone. (When SQLite itself ended the transaction, a
+    /// full disk or an I/O error, its error is thrown instead; inside the caller's transaction,
+    /// only this call's savepoint is rolled back.)
     ///
     /// One transaction for several pages is cheaper than one each: each commit writes to the WAL
     /// every page its batch dirtied, and random keys dirty most of a table's index pages whatever
@@ -133,8 +135,13 @@ extension ChangeLog {
                 try Self.wholeThenChangeByChange(db) { savepointEach in
                     try db.transaction(.immediate) { db in
                         func applyAll() throws -> ApplyOutcome {
+                            // Released below once applied; only a failure of the first batch itself
+                            // applies it again (run(true)), before anything has released it.
+                            guard let firstBatch = first else {
+                                preconditionFailure("the first batch was applied again after it was released")
+                            }
                             var outcome = try applyInTransaction(
-                                first ?? [], db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                                firstBatch, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                             try afterEach(db)
                             // Applied: not held while the batches after it apply.
                             first = nil

@@ -153,7 +153,8 @@ public final class SyncEngine {
         state.cursor = nil
         report.redownloaded = true
         try store { try log.save(state, db) }
-        warn(
+        logMessage(
+            .warning,
             "the server has lost changes it had acknowledged (restored from a backup?): pushing them again and "
                 + "downloading the dataset again",
             ["acknowledgedThrough": "\(lost)", "serverHas": "\(stored)", "requeued": "\(report.requeued)"])
@@ -373,7 +374,9 @@ public final class SyncEngine {
                 state.cursor = nil
                 report.redownloaded = true
                 try store { try log.save(state, db) }
-                warn("the server refused the pull cursor; downloading the dataset again", ["reason": error.message])
+                logMessage(
+                    .warning, "the server refused the pull cursor; downloading the dataset again",
+                    ["reason": error.message])
                 next = fetch(nil, limit)
                 continue
             }
@@ -448,6 +451,7 @@ public final class SyncEngine {
                         // holds, each page in its own transaction for the rest of this sync.
                         if last.hasMore { next.abandon() }
                         joinsPages = false
+                        logMessage(.debug, "pages applied together were rolled back; applying each page alone", [:])
                         next = fetch(state.cursor, limit)
                         continue
                     }
@@ -461,7 +465,9 @@ public final class SyncEngine {
                 if last.hasMore { next.abandon() }
                 // What committed may be ahead of `state` (the stash's retry after the pages'
                 // commit failed): the cursor is the store's, which sync() saves with the error.
-                if let stored = try? log.syncState(db, endpoint: endpoint) { state.cursor = stored.cursor }
+                if !db.isInsideTransaction, let stored = try? log.syncState(db, endpoint: endpoint) {
+                    state.cursor = stored.cursor
+                }
                 throw error
             }
             report.pulled += pulled
@@ -478,10 +484,10 @@ public final class SyncEngine {
 
     // MARK: Store
 
-    /// A warning through the store's ``LogHandler``, when the app set one.
-    private func warn(_ message: String, _ metadata: [String: String]) {
-        guard let handler = db.configuration.logHandler, handler.minimumLevel <= .warning else { return }
-        handler.log(level: .warning, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
+    /// A message through the store's ``LogHandler``, when the app set one that wants its level.
+    private func logMessage(_ level: LogLevel, _ message: String, _ metadata: [String: String]) {
+        guard let handler = db.configuration.logHandler, handler.minimumLevel <= level else { return }
+        handler.log(level: level, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
     }
 
     private func store<Output>(_ body: () throws -> Output) throws(SyncError) -> Output {
