@@ -244,6 +244,8 @@ struct PipelineTests {
             try makePagesArriveWhileOneApplies(device)
             var configuration = device.engine.configuration
             configuration.pullTransactionChanges = pullTransactionChanges
+            // However slow the machine: pages join for as long as they arrive.
+            configuration.pullTransactionTimeLimit = .seconds(60)
             let engine = SyncEngine(db: device.db, log: device.log, transport: transport, configuration: configuration)
             var reports = 0
             transport.watch()
@@ -280,15 +282,18 @@ struct PipelineTests {
         }
         try bob.db.execute("PRAGMA foreign_keys = ON")
         try makePagesArriveWhileOneApplies(bob)
+        var joiningLong = bob.engine.configuration
+        joiningLong.pullTransactionTimeLimit = .seconds(60)
+        let engine = SyncEngine(db: bob.db, log: bob.log, transport: transport, configuration: joiningLong)
         transport.watch()
-        let report = try bob.engine.sync()
+        let report = try engine.sync()
         #expect(report.pulled == 21)
         // Pulled again after the rollback: the same pages' cursors handed out twice.
         let pages = transport.pageCursors.value
         #expect(Set(pages).count < pages.count)
         #expect(messages.messages.value.contains("pages applied together were rolled back; applying each page alone"))
         #expect(messages.messages.value.contains("applying the batch again change by change"))
-        #expect(try bob.engine.state().cursor == pages.last)
+        #expect(try engine.state().cursor == pages.last)
         #expect(try held(bob) == 21)
         #expect(try bob.rows("SELECT title FROM reminders WHERE id = 'R7'") == ["t7"])
         #expect(try bob.log.pendingCount(bob.db) == 0)
