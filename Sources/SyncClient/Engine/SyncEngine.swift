@@ -41,10 +41,10 @@ public final class SyncEngine {
         /// than this many changes and has been open less than ``pullTransactionTimeLimit``: each
         /// commit writes every page its changes dirtied to the WAL, and random keys dirty most of an
         /// index whatever the batch's size, so fewer commits write less (`ostore-bench sync`,
-        /// 100,000 pulled inserts in pages of 5,000: 1.0–1.5 s of client CPU with a transaction per
-        /// page, 0.9–1.3 s joined up to 40,000). A crash loses at most that much progress: the
-        /// cursor is saved with the pages it covers, and they are pulled again. 0, or an
-        /// ``afterApplyingChanges`` step, applies each page in a transaction of its own.
+        /// 100,000 pulled inserts in pages of 5,000, alternating: 1.4–1.9 s of client CPU with a
+        /// transaction per page, 1.0–1.25 s joined up to 40,000). A crash loses at most that much
+        /// progress: the cursor is saved with the pages it covers, and they are pulled again. 0, or
+        /// an ``afterApplyingChanges`` step, applies each page in a transaction of its own.
         public var pullTransactionChanges = 40_000
         /// No page joins a pull's transaction after it has been open this long: the app's own
         /// writers wait for its commit (up to their busy timeout), so this bounds their wait to
@@ -451,10 +451,10 @@ public final class SyncEngine {
                         }
                     }
                     guard let outcome else {
-                        // A page that joined could not be applied whole (its change-by-change pass
-                        // needs a savepoint, which only a page alone does without): nothing of
-                        // these pages committed. They are pulled again from the cursor the store
-                        // holds, each page in its own transaction for the rest of this sync.
+                        // A page that joined could not be applied whole, and only a page applied
+                        // alone is applied again change by change: nothing of these pages
+                        // committed. They are pulled again from the cursor the store holds, each
+                        // page in its own transaction for the rest of this sync.
                         if last.hasMore { next.abandon() }
                         joinsPages = false
                         logMessage(.debug, "pages applied together were rolled back; applying each page alone", [:])
