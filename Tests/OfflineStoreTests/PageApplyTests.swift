@@ -36,6 +36,19 @@ struct PageApplyTests {
         return (rows, entries)
     }
 
+    /// Expects `db` to hold the same rows and log entries as `reference` (see ``state(_:)``), and
+    /// returns them.
+    @discardableResult
+    private func expectSameState(
+        _ db: Database, as reference: Database, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (rows: [String], entries: [String]) {
+        let (rows, entries) = try state(db)
+        let (referenceRows, referenceEntries) = try state(reference)
+        #expect(rows == referenceRows, sourceLocation: sourceLocation)
+        #expect(entries == referenceEntries, sourceLocation: sourceLocation)
+        return (rows, entries)
+    }
+
     /// Inserts, updates and deletes of few rows (so most rows change several times in a page), with
     /// clocks out of order and from three sites. Some keys are not plain ASCII JSON text (`é`, a
     /// quote, a backslash): they read their entries one at a time, next to the others.
@@ -103,10 +116,7 @@ struct PageApplyTests {
             #expect(outcome.superseded == reference.superseded)
             #expect(outcome.stashed == reference.stashed)
             #expect(outcome.applied > 0 && outcome.superseded > 0)
-            let (rows, entries) = try state(whole.db)
-            let (referenceRows, referenceEntries) = try state(byChange.db)
-            #expect(rows == referenceRows)
-            #expect(entries == referenceEntries)
+            let (rows, entries) = try expectSameState(whole.db, as: byChange.db)
             #expect(!rows.isEmpty && entries.count > rows.count)
         }
         // Each page applied whole: none went the change-by-change way, which would match too.
@@ -126,10 +136,7 @@ struct PageApplyTests {
         #expect(outcome.rejected.map(\.index) == [150])
         #expect(outcome.rejected.first?.reason.contains("15 bytes") == true)
         #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
-        let (rows, entries) = try state(withRefused.db)
-        let (referenceRows, referenceEntries) = try state(without.db)
-        #expect(rows == referenceRows)
-        #expect(entries == referenceEntries)
+        try expectSameState(withRefused.db, as: without.db)
     }
 
     /// A row changed twice in one page: the second change merges against the versions the first
@@ -220,10 +227,7 @@ struct PageApplyTests {
             #expect(outcome.rejected.isEmpty)
             #expect(reference.rejected.map(\.index) == [changes.count])
             #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
-            let (rows, entries) = try state(whole.db)
-            let (referenceRows, referenceEntries) = try state(byChange.db)
-            #expect(rows == referenceRows)
-            #expect(entries == referenceEntries)
+            try expectSameState(whole.db, as: byChange.db)
         }
         #expect(try whole.db.count("notes") == 260 - 6)
         #expect(
@@ -308,10 +312,7 @@ struct PageApplyTests {
         #expect(seenByAfterEach == Array(repeating: "inside: true, commits: 0", count: 3))
         #expect(commits.value >= 1)
         #expect(outcome.applied > 0 && outcome.superseded > 0 && outcome.rejected.isEmpty)
-        let (rows, entries) = try state(together.db)
-        let (referenceRows, referenceEntries) = try state(apart.db)
-        #expect(rows == referenceRows)
-        #expect(entries == referenceEntries)
+        try expectSameState(together.db, as: apart.db)
     }
 
     /// A batch whose `afterEach` fails takes the batches before it back with it (they shared its
@@ -350,10 +351,7 @@ struct PageApplyTests {
         _ = try reference.log.apply(Array(all[..<120]), to: reference.db)
         _ = try reference.log.apply(Array(all[120...]), to: reference.db)
         #expect(outcome.rejected.map(\.index) == [120])
-        let (rows, entries) = try state(together.db)
-        let (referenceRows, referenceEntries) = try state(reference.db)
-        #expect(rows == referenceRows)
-        #expect(entries == referenceEntries)
+        try expectSameState(together.db, as: reference.db)
     }
 
     /// A first batch applied change by change (it holds a refused change), then a later one that
@@ -395,10 +393,7 @@ struct PageApplyTests {
             #expect(outcome.rejected.map(\.index) == (batch.last == Self.refused ? [80] : []))
         }
         for batch in batches { _ = try reference.log.apply(batch.filter { $0 != Self.refused }, to: reference.db) }
-        let (rows, entries) = try state(db)
-        let (referenceRows, referenceEntries) = try state(reference.db)
-        #expect(rows == referenceRows)
-        #expect(entries == referenceEntries)
+        try expectSameState(db, as: reference.db)
     }
 }
 
