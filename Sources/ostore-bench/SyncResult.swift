@@ -15,6 +15,9 @@ struct SyncResult: Encodable {
     var clientCPUMilliseconds: Double?
     /// The client process's peak resident memory (`VmHWM`).
     var clientPeakBytes: Int?
+    /// With `--runs` above 1, on the end-to-end row: every run's changes per second, in run order
+    /// (the row itself is the median run's).
+    var runRates: [Double]?
     var target = "—"
     var met: Bool?
 
@@ -49,6 +52,7 @@ struct SyncResult: Encodable {
         case serverCPUMilliseconds = "server_cpu_ms"
         case clientCPUMilliseconds = "client_cpu_ms"
         case clientPeakBytes = "client_peak_bytes"
+        case runRates = "runs_changes_per_s"
         case target
         case met
     }
@@ -66,6 +70,7 @@ struct SyncResult: Encodable {
         try container.encodeIfPresent(serverCPUMilliseconds.map(rounded), forKey: .serverCPUMilliseconds)
         try container.encodeIfPresent(clientCPUMilliseconds.map(rounded), forKey: .clientCPUMilliseconds)
         try container.encodeIfPresent(clientPeakBytes, forKey: .clientPeakBytes)
+        try container.encodeIfPresent(runRates?.map { $0.rounded() }, forKey: .runRates)
         try container.encode(target, forKey: .target)
         try container.encodeIfPresent(met, forKey: .met)
     }
@@ -101,6 +106,14 @@ struct SyncResult: Encodable {
                     ? text.padding(toLength: widths[column], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[column] - text.count) + text
             }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        }.joined(separator: "\n") + runsLine(results)
+    }
+
+    /// Under the table, with `--runs` above 1: the end to end of every run, lowest to highest.
+    private static func runsLine(_ results: [SyncResult]) -> String {
+        guard let rates = results.first(where: { $0.runRates != nil })?.runRates else { return "" }
+        let each = rates.sorted().map { String(format: "%.0f", $0) }.joined(separator: ", ")
+        return "\nend to end over \(rates.count) runs (changes/s, lowest to highest; the table shows the median run): "
+            + each
     }
 }
