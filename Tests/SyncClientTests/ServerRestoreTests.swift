@@ -27,14 +27,35 @@ import Testing
         }
     }
 
-    /// `ostore-server restore` (new incarnation) or the file copied back by hand while stopped (the
-    /// server notices the shorter log at start from `server.sqlite-served`). A PostgreSQL database
-    /// put back by `pg_restore` alone is not noticed: docs/POSTGRES.md makes `ostore-server restore
-    /// --postgres` part of the procedure, so only that is run here.
-    @Test(arguments: zip([StorageBackend.sqlite, .sqlite, .postgres], [true, false, true]))
-    func devicesRecoverFromAServerRestoredFromAnEarlierCopy(_ backend: StorageBackend, usingRestoreCommand: Bool)
-        throws
-    {
+    /// How the earlier copy is put back, with the server stopped.
+    enum PutBack: Sendable, CustomStringConvertible {
+        /// `ostore-server restore`: every dataset gets a new incarnation.
+        case restoreCommand
+        /// `server.sqlite` alone copied back: the server notices the shorter log at start from
+        /// `server.sqlite-served`, which stayed.
+        case fileCopiedBack
+        /// The whole data directory copied back, `server.sqlite-served` as it was at the backup
+        /// too; or a `pg_restore` without `ostore-server restore`. Neither the incarnation nor the
+        /// served serials tell: only the log's fingerprints in the cursors do.
+        case copiedBackWithNothingElse
+
+        var description: String {
+            switch self {
+            case .restoreCommand: "ostore-server restore"
+            case .fileCopiedBack: "server.sqlite copied back"
+            case .copiedBackWithNothingElse: "copied back with nothing else"
+            }
+        }
+    }
+
+    // Regression (copiedBackWithNothingElse): a device that only reads kept its cursor after the
+    // storage was put back by hand and the log grew past it again, and never got the changes the
+    // restored server numbered at the serials it had read.
+    @Test(arguments: [
+        (StorageBackend.sqlite, PutBack.restoreCommand), (.sqlite, .fileCopiedBack),
+        (.sqlite, .copiedBackWithNothingElse), (.postgres, .restoreCommand), (.postgres, .copiedBackWithNothingElse),
+    ])
+    func devicesRecoverFromAServerRestoredFromAnEarlierCopy(_ backend: StorageBackend, putBack: PutBack) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"), backend: backend)
         let token = try makeDataset(server, "notes")
@@ -48,6 +69,9 @@ import Testing
 
         let backup = directory.path("backup")
         try server.backUp(to: backup)
+        // What a copy of the whole data directory holds beside the database.
+        let served = directory.url.appendingPathComponent("data/server.sqlite-served")
+        let servedAtBackup = try? Data(contentsOf: served)
         // After the backup: acknowledged pushes from both, pulled by the other, cursors move on.
         try alice.add("a2", "after the backup")
         try alice.add("a3", "after the backup")
@@ -59,8 +83,11 @@ import Testing
         #expect(try alice.notes.count == 4 && bob.notes == alice.notes && dave.notes == alice.notes)
 
         #expect(server.stop() == 0)
-        if let restore = try server.restore(from: backup, byHand: !usingRestoreCommand) {
+        if let restore = try server.restore(from: backup, byHand: putBack != .restoreCommand) {
             #expect(restore.status == 0, "\(String(decoding: restore.error, as: UTF8.self))")
+        }
+        if backend == .sqlite, putBack == .copiedBackWithNothingElse {
+            try #require(servedAtBackup).write(to: served)
         }
         try server.startAgainOnSamePort()
 

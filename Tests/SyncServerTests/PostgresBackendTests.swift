@@ -231,7 +231,7 @@ struct PostgresBackendTests {
 
         let storage = try PostgresSyncStorage(url: url, connections: 1)
         let ledger = try PostgresConnection(url: url).execute(PostgresSyncStorage.Statements.appliedMigrations)
-        #expect(ledger.rowCount == 2)
+        #expect(ledger.rowCount == PostgresMigration.all.count)
         #expect(try ledger.string(row: 1, column: 1) == PostgresMigration.all[1].checksum)
         let site = try #require(SiteID(bytes: Data(repeating: 7, count: 16)))
         // Its devices' cursors carry no incarnation and stay valid across the upgrade.
@@ -253,6 +253,31 @@ struct PostgresBackendTests {
         } throws: { error in
             (error as? ServerError)?.kind == .notFound
         }
+    }
+
+    @Test func migrationThreeLeavesEarlierEntriesWithoutAFingerprintAndTheNextPushStartsAChain() throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        // A database of the release before fingerprints, with a dataset that has a log.
+        try PostgresMigration.migrate(try PostgresConnection(url: url), PostgresMigration.all.filter { $0.version < 3 })
+        try PostgresCluster.shared().execute(
+            """
+            INSERT INTO server_datasets (name, last_serial, incarnation) VALUES ('old', 2, 'before');
+            INSERT INTO server_log (dataset_id, serial, site, body)
+                SELECT id, s, '\\x07070707070707070707070707070707'::bytea, '{}' FROM server_datasets, generate_series(1, 2) AS s;
+            """, in: url)
+
+        let storage = try PostgresSyncStorage(url: url, connections: 1)
+        let site = try #require(SiteID(bytes: Data(repeating: 9, count: 16)))
+        #expect(try storage.logChain(dataset: "old", serial: 2) == nil)
+        #expect(try storage.datasetState("old", site: site).lastChain == nil)
+        let change = Change(
+            table: "notes", key: ["id": .text("n3")], op: .insert, columns: ["title": .text("t")],
+            clock: ChangeClock(milliseconds: 1_764_000_000_000, counter: 0)!, site: site, seq: 1)
+        _ = try storage.storeBatch([change], site: site, clientSchema: SchemaVersion(1, 0), dataset: "old")
+        let chain = try #require(try storage.logChain(dataset: "old", serial: 3))
+        #expect(chain == LogChain.next(after: nil, body: try change.canonicalJSON()))
+        let state = try storage.datasetState("old", site: site)
+        #expect(state.lastSerial == 3 && state.lastChain == chain)
     }
 
     /// docs/POSTGRES.md's backup and restore blocks run as written (the dump in the test's directory,

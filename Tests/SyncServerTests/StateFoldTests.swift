@@ -156,7 +156,8 @@ struct StateFoldTests {
             INSERT INTO server_datasets (id, name, createdAt, schemaVersion, lastSerial, incarnation)
                 SELECT id, name, createdAt, schemaVersion, lastSerial, incarnation FROM reference.server_datasets;
             INSERT INTO server_sites SELECT * FROM reference.server_sites;
-            INSERT INTO server_log SELECT * FROM reference.server_log;
+            INSERT INTO server_log (datasetID, serial, site, body)
+                SELECT datasetID, serial, site, body FROM reference.server_log;
             INSERT INTO server_rows
                 SELECT datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite
                 FROM reference.server_rows;

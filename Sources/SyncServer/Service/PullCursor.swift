@@ -2,8 +2,8 @@ import Foundation
 import SyncProtocol
 
 /// The pull cursor behind the opaque string clients hold: base64url of a small JSON object that
-/// names the dataset it belongs to, the dataset's incarnation when it was issued, and either a
-/// snapshot position or a log serial.
+/// names the dataset it belongs to, the dataset's incarnation when it was issued, either a
+/// snapshot position or a log serial, and the fingerprint of the log up to that serial.
 struct PullCursor: Codable, Hashable {
     var dataset: String
     var snapshot: SnapshotPosition?
@@ -11,13 +11,21 @@ struct PullCursor: Codable, Hashable {
     /// The dataset's incarnation (``DatasetState/incarnation``); absent in cursors issued before
     /// incarnations existed, which match a dataset that has none.
     var incarnation: String?
+    /// ``LogChain/text(_:)`` of the fingerprint of the log up to ``logSerial`` when the cursor was
+    /// issued; absent at serial 0, for an entry stored before fingerprints, and in cursors issued
+    /// before they existed.
+    var mark: String?
 
-    static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?) -> PullCursor {
-        PullCursor(dataset: dataset, snapshot: position, serial: nil, incarnation: incarnation)
+    static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?, chain: Int64?)
+        -> PullCursor
+    {
+        PullCursor(
+            dataset: dataset, snapshot: position, serial: nil, incarnation: incarnation, mark: chain.map(LogChain.text))
     }
 
-    static func log(_ serial: Int64, dataset: String, incarnation: String?) -> PullCursor {
-        PullCursor(dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation)
+    static func log(_ serial: Int64, dataset: String, incarnation: String?, chain: Int64?) -> PullCursor {
+        PullCursor(
+            dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation, mark: chain.map(LogChain.text))
     }
 
     /// The log serial this cursor has read up to: the log phase resumes after it.
@@ -38,6 +46,17 @@ struct PullCursor: Codable, Hashable {
                 "the cursor is past the dataset's newest change (\(logSerial) > \(state.lastSerial)): the server lost "
                     + "changes, for example restored from a backup; pull again without a cursor")
         }
+    }
+
+    /// Refuses a cursor with a fingerprint that the log's entry at its serial no longer has
+    /// (`current`, ``SyncStorage/logChain(dataset:serial:)``): the log it was read from was
+    /// replaced since, by a copy put back by hand, and has grown again past it.
+    func check(logChain current: Int64?) throws(ErrorBody) {
+        guard let mark, mark != current.map(LogChain.text) else { return }
+        throw ErrorBody(
+            .invalidCursor,
+            "the dataset's log is not the one this cursor was read from (the storage was put back from a copy "
+                + "since, without `ostore-server restore`); pull again without a cursor")
     }
 
     var encoded: String {
@@ -62,10 +81,11 @@ struct PullCursor: Codable, Hashable {
         self = cursor
     }
 
-    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?) {
+    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?, mark: String?) {
         self.dataset = dataset
         self.snapshot = snapshot
         self.serial = serial
         self.incarnation = incarnation
+        self.mark = mark
     }
 }

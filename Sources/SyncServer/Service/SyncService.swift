@@ -197,12 +197,18 @@ public final class SyncService: Sendable {
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
         let cursor = try pull.cursor.map { text throws(ErrorBody) in try PullCursor(decoding: text, dataset: dataset) }
         let state = try storage.datasetState(dataset, site: pull.site)
-        try cursor?.check(against: state)
+        if let cursor {
+            try cursor.check(against: state)
+            if cursor.mark != nil {
+                try cursor.check(logChain: try chain(dataset: dataset, at: cursor.logSerial, state: state))
+            }
+        }
         if let serial = cursor?.serial {
             let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
             metrics.recordPulled(page.count)
             // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
-            let next = PullCursor.log(page.nextSerial, dataset: dataset, incarnation: state.incarnation)
+            let next = PullCursor.log(
+                page.nextSerial, dataset: dataset, incarnation: state.incarnation, chain: page.nextChain)
             let tail =
                 #"],"cursor":"\#(next.encoded)","hasMore":\#(page.hasMore),"phase":"log","#
                 + #""remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
@@ -214,10 +220,15 @@ public final class SyncService: Sendable {
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
         metrics.recordPulled(page.changes.count)
+        // Every page of one snapshot starts at the same serial: its fingerprint is read once.
+        let mark =
+            cursor?.logSerial == page.position.startSerial
+            ? cursor?.mark.flatMap { UInt64($0, radix: 16) }.map { Int64(bitPattern: $0) }
+            : try chain(dataset: dataset, at: page.position.startSerial, state: state)
         let next =
             page.isLast
-            ? PullCursor.log(page.position.startSerial, dataset: dataset, incarnation: state.incarnation)
-            : PullCursor.snapshot(page.position, dataset: dataset, incarnation: state.incarnation)
+            ? PullCursor.log(page.position.startSerial, dataset: dataset, incarnation: state.incarnation, chain: mark)
+            : PullCursor.snapshot(page.position, dataset: dataset, incarnation: state.incarnation, chain: mark)
         // After the last snapshot page the log phase follows, so there is always more to ask.
         var writer = CanonicalJSONWriter(capacity: 256 * page.changes.count + 256)
         try writer.write(
@@ -225,6 +236,13 @@ public final class SyncService: Sendable {
                 changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
         return .json(writer.data)
+    }
+
+    /// The fingerprint of the log up to `serial`: at the log's end (a device caught up, the
+    /// commonest pull) the one `state` read with it, before it one more read.
+    private func chain(dataset: String, at serial: Int64, state: DatasetState) throws(ServerError) -> Int64? {
+        if serial == state.lastSerial { return state.lastChain }
+        return serial > 0 ? try storage.logChain(dataset: dataset, serial: serial) : nil
     }
 
     static func json(_ message: some Encodable) throws -> HTTPResponse {

@@ -11,26 +11,43 @@ extension SQLiteSyncStorage {
             // One read transaction: the newest serial it sees bounds what the page has covered.
             try pool.read { db in
                 guard
-                    let state = try db.fetchOne("SELECT id, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                    let state = try db.fetchOne(
+                        "SELECT id, lastSerial, lastChain FROM server_datasets WHERE name = \(dataset)")
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try state.decode(at: 0)
                 let lastSerial: Int64 = try state.decode(at: 1)
                 let cursor = try db.fetchCursor(
                     """
-                    SELECT serial, body FROM server_log
+                    SELECT serial, body, chain FROM server_log
                     WHERE datasetID = \(datasetID) AND serial > \(serial) AND site <> \(site.bytes)
                     ORDER BY serial LIMIT \(limit)
                     """)
                 var entries = LogPage.Entries()
                 var last = serial
+                var lastChain: Int64?
                 while let row = try cursor.next() {
                     last = try row.decode(at: 0)
+                    lastChain = try row.decode(at: 2)
                     // In place: no string each (its UTF-8 check and copy) for bytes passed on as
                     // they are. (A BLOB cast cost SQLite a copy of each body.)
                     try row.withUnsafeBytes(at: 1) { entries.append($0) }
                 }
                 return LogPage(
-                    entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
+                    entries: entries, lastEntrySerial: last, lastEntryChain: lastChain, after: serial, limit: limit,
+                    lastSerial: lastSerial, lastChain: try state.decode(at: 2))
+            }
+        }
+    }
+
+    public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? {
+        try serverWork("reading the log of dataset \(dataset)") {
+            try pool.read { db in
+                try db.fetchValue(
+                    Int64.self,
+                    """
+                    SELECT l.chain FROM server_datasets AS d JOIN server_log AS l ON l.datasetID = d.id
+                    WHERE d.name = \(dataset) AND l.serial = \(serial)
+                    """)
             }
         }
     }

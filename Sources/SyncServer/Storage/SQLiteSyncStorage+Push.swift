@@ -16,7 +16,8 @@ extension SQLiteSyncStorage {
                 guard
                     let dataset = try db.fetchOne(
                         """
-                        SELECT id, schemaVersion, lastSerial, foldedSerial FROM server_datasets WHERE name = \(dataset)
+                        SELECT id, schemaVersion, lastSerial, foldedSerial, lastChain FROM server_datasets
+                        WHERE name = \(dataset)
                         """)
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try dataset.decode(at: 0)
@@ -32,10 +33,14 @@ extension SQLiteSyncStorage {
                 var appended: [Int] = []
                 appended.reserveCapacity(changes.count)
                 let insertLog = try db.cachedStatement(
-                    "INSERT INTO server_log (datasetID, serial, site, body) VALUES (?, ?, ?, ?)")
+                    "INSERT INTO server_log (datasetID, serial, site, body, chain) VALUES (?, ?, ?, ?, ?)")
+                // Each entry's fingerprint is made from the one before it (see ``LogChain``).
+                var chain: Int64? = try dataset.decode(at: 4)
                 for index in changes.indices where changes[index].seq > high {
                     serial += 1
-                    try insertLog.execute(datasetID, serial, siteBytes, bodies[index])
+                    let next = LogChain.next(after: chain, body: bodies[index])
+                    try insertLog.execute(datasetID, serial, siteBytes, bodies[index], next)
+                    chain = next
                     appended.append(index)
                     high = changes[index].seq
                 }
@@ -45,7 +50,9 @@ extension SQLiteSyncStorage {
                         INSERT INTO server_sites (datasetID, site, highSeq) VALUES (\(datasetID), \(siteBytes), \(high))
                         ON CONFLICT (datasetID, site) DO UPDATE SET highSeq = excluded.highSeq
                         """)
-                    try db.execute("UPDATE server_datasets SET lastSerial = \(serial) WHERE id = \(datasetID)")
+                    try db.execute(
+                        "UPDATE server_datasets SET lastSerial = \(serial), lastChain = \(chain) WHERE id = \(datasetID)"
+                    )
                 }
                 return Appended(
                     high: high, datasetID: datasetID, lastSerial: serial, foldedSerial: try dataset.decode(at: 3),

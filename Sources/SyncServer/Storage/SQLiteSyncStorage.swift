@@ -281,14 +281,15 @@ public final class SQLiteSyncStorage: SyncStorage {
             try pool.read { db in
                 guard
                     let row = try db.fetchOne(
-                        "SELECT id, incarnation, lastSerial FROM server_datasets WHERE name = \(dataset)")
+                        "SELECT id, incarnation, lastSerial, lastChain FROM server_datasets WHERE name = \(dataset)")
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID: Int64 = try row.decode(at: 0)
                 let high = try db.fetchValue(
                     Int64.self,
                     "SELECT highSeq FROM server_sites WHERE datasetID = \(datasetID) AND site = \(site.bytes)")
                 return DatasetState(
-                    incarnation: try row.decode(at: 1), lastSerial: try row.decode(at: 2), siteHighWater: high ?? 0)
+                    incarnation: try row.decode(at: 1), lastSerial: try row.decode(at: 2), siteHighWater: high ?? 0,
+                    lastChain: try row.decode(at: 3))
             }
         }
     }

@@ -4,7 +4,7 @@ import OfflineStore
 /// any app's schema (so a later release evolves them with a checksummed stage).
 enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
-        ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self,
+        ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self, ServerSchemaV1_4.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
@@ -14,6 +14,7 @@ enum ServerMigrationPlan: MigrationPlan {
         .custom(
             fromVersion: ServerSchemaV1_2.self, toVersion: ServerSchemaV1_3.self, didMigrate: ServerSchemaV1_3.packCells
         ),
+        .lightweight(fromVersion: ServerSchemaV1_3.self, toVersion: ServerSchemaV1_4.self),
     ]
 }
 

@@ -53,6 +53,11 @@ public protocol SyncStorage: Sendable {
     /// its newest serial, and `site`'s high-water mark (0 when the site never pushed). Throws
     /// ``ServerError`` (kind `notFound`) when there is no such dataset.
     func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState
+    /// The fingerprint of the dataset's log up to and including the entry at `serial`
+    /// (``LogChain``), which pull cursors carry; nil when there is no such entry, or it was stored
+    /// before fingerprints were kept. A pull reads it only for a cursor behind the log's end (the
+    /// end's is ``DatasetState/lastChain``).
+    func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64?
 }
 
 extension SyncStorage {
@@ -80,11 +85,15 @@ public struct DatasetState: Sendable, Hashable {
     public var lastSerial: Int64
     /// The highest `seq` of the site stored (0 when none is).
     public var siteHighWater: Int64
+    /// The fingerprint of the log up to `lastSerial` (``LogChain``; nil for an empty log, or one
+    /// whose newest entry was stored before fingerprints were kept).
+    public var lastChain: Int64?
 
-    public init(incarnation: String?, lastSerial: Int64, siteHighWater: Int64) {
+    public init(incarnation: String?, lastSerial: Int64, siteHighWater: Int64, lastChain: Int64? = nil) {
         self.incarnation = incarnation
         self.lastSerial = lastSerial
         self.siteHighWater = siteHighWater
+        self.lastChain = lastChain
     }
 }
 
@@ -138,6 +147,9 @@ public struct LogPage: Sendable, Hashable {
     public var hasMore: Bool
     /// The dataset's newest serial when the page was read.
     public var lastSerial: Int64
+    /// The fingerprint of the log up to ``nextSerial`` (``LogChain``), which the next cursor
+    /// carries; nil for serial 0 or an entry stored before fingerprints were kept.
+    public var nextChain: Int64?
 
     /// The number of entries.
     public var count: Int { entryEnds.count }
@@ -168,15 +180,19 @@ extension LogPage {
     }
 
     /// The page of `entries` read after `serial`, at most `limit` of them, the last at
-    /// `lastEntrySerial` (`serial` when there is none), while the dataset's newest serial was
-    /// `lastSerial`: a full page resumes after its last entry, any other after everything.
-    init(entries: Entries, lastEntrySerial: Int64, after serial: Int64, limit: Int, lastSerial: Int64) {
+    /// `lastEntrySerial` (`serial` when there is none) with fingerprint `lastEntryChain`, while the
+    /// dataset's newest serial was `lastSerial` with fingerprint `lastChain`: a full page resumes
+    /// after its last entry, any other after everything (a cursor is never past `lastSerial`).
+    init(
+        entries: Entries, lastEntrySerial: Int64, lastEntryChain: Int64?, after serial: Int64, limit: Int,
+        lastSerial: Int64, lastChain: Int64?
+    ) {
         let full = entries.count == limit
         let next = full ? lastEntrySerial : max(lastSerial, serial)
         self.init(
             joinedEntries: entries.joined, entryEnds: entries.ends, nextSerial: next,
             hasMore: full && next < lastSerial,
-            lastSerial: lastSerial)
+            lastSerial: lastSerial, nextChain: full ? lastEntryChain : lastChain)
     }
 }
 

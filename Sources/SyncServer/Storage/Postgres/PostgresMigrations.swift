@@ -20,6 +20,7 @@ struct PostgresMigration: Sendable {
     static let all: [PostgresMigration] = [
         PostgresMigration(version: 1, name: "server tables", sql: version1),
         PostgresMigration(version: 2, name: "dataset incarnations", sql: version2),
+        PostgresMigration(version: 3, name: "log fingerprints", sql: version3),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -98,6 +99,16 @@ struct PostgresMigration: Sendable {
     /// upgrade.
     private static let version2 = """
         ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS incarnation text;
+        """
+
+    /// Keeps with each log entry the fingerprint of the log up to it (``LogChain``, as the SQLite
+    /// schema's version 1.4 does), and with each dataset the one of its newest entry, which pull
+    /// cursors carry, so a cursor read from a log that a `pg_restore` without `ostore-server restore`
+    /// replaced is refused even once the restored log has grown past it. Entries stored before have
+    /// none (NULL); cursors issued before carry none.
+    private static let version3 = """
+        ALTER TABLE server_log ADD COLUMN IF NOT EXISTS chain bigint;
+        ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS last_chain bigint;
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

@@ -14,15 +14,18 @@ extension PostgresSyncStorage {
             let lastSerial = try result.int64(row: 0, column: 0)
             var entries = LogPage.Entries()
             var last = serial
+            var lastChain: Int64?
             // The bytes are the result's own: it must live until each is copied into the page.
             try withExtendedLifetime(result) { () throws(PostgresError) in
                 for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
                     last = try result.int64(row: row, column: 1)
+                    lastChain = try result.optionalInt64(row: row, column: 4)
                     entries.append(try result.textBytes(row: row, column: 2))
                 }
             }
             return LogPage(
-                entries: entries, lastEntrySerial: last, after: serial, limit: limit, lastSerial: lastSerial)
+                entries: entries, lastEntrySerial: last, lastEntryChain: lastChain, after: serial, limit: limit,
+                lastSerial: lastSerial, lastChain: try result.optionalInt64(row: 0, column: 3))
         }
     }
 

@@ -29,22 +29,30 @@ extension PostgresSyncStorage {
                 var merge = try RowMerge(
                     loading: Set(fresh.map { RowMerge.RowKey(table: changes[$0].table, key: keys[$0]) }),
                     datasetID: datasetID, connection)
+                // Each entry's fingerprint is made from the one before it (see ``LogChain``); the
+                // locked row's is the newest committed.
+                var chain = try state.optionalInt64(row: 0, column: 3)
                 var serials: [PostgresValue] = []
+                var chains: [PostgresValue] = []
                 for index in fresh {
                     serial += 1
                     serials.append(.int8(serial))
+                    let next = LogChain.next(after: chain, body: bodies[index])
+                    chains.append(.int8(next))
+                    chain = next
                     merge.apply(changes[index], key: keys[index])
                 }
                 try connection.execute(
                     Statements.insertLog,
                     [
                         .int8(datasetID), .bytea(siteBytes), .array(.int8, serials),
-                        .array(.text, fresh.map { .text(bodies[$0]) }),
+                        .array(.text, fresh.map { .text(bodies[$0]) }), .array(.int8, chains),
                     ])
                 try merge.write(datasetID: datasetID, connection)
                 let high = changes[last].seq
                 try connection.execute(Statements.upsertSite, [.int8(datasetID), .bytea(siteBytes), .int8(high)])
-                try connection.execute(Statements.setLastSerial, [.int8(datasetID), .int8(serial)])
+                try connection.execute(
+                    Statements.setLastSerial, [.int8(datasetID), .int8(serial), .optionalInt8(chain)])
                 return high
             }
         }

@@ -62,7 +62,7 @@ extension PostgresSyncStorage {
         static let datasetState = PostgresStatement(
             "datasetState",
             """
-            SELECT d.incarnation, d.last_serial, coalesce(s.high_seq, 0) FROM server_datasets AS d
+            SELECT d.incarnation, d.last_serial, coalesce(s.high_seq, 0), d.last_chain FROM server_datasets AS d
             LEFT JOIN server_sites AS s ON s.dataset_id = d.id AND s.site = $2
             WHERE d.name = $1
             """, [.text, .bytea])
@@ -72,7 +72,8 @@ extension PostgresSyncStorage {
         /// in order (see docs/POSTGRES.md). NO KEY UPDATE leaves foreign-key checks unblocked.
         static let lockDataset = PostgresStatement(
             "lockDataset",
-            "SELECT id, schema_version, last_serial FROM server_datasets WHERE name = $1 FOR NO KEY UPDATE", [.text])
+            "SELECT id, schema_version, last_serial, last_chain FROM server_datasets WHERE name = $1 FOR NO KEY UPDATE",
+            [.text])
         static let schemaFingerprint = PostgresStatement(
             "schemaFingerprint", "SELECT fingerprint FROM server_schemas WHERE dataset_id = $1 AND version = $2",
             [.int8, .text])
@@ -105,9 +106,18 @@ extension PostgresSyncStorage {
         static let insertLog = PostgresStatement(
             "insertLog",
             """
-            INSERT INTO server_log (dataset_id, serial, site, body)
-            SELECT $1, e.serial, $2, e.body FROM unnest($3::bigint[], $4::text[]) AS e (serial, body)
-            """, [.int8, .bytea, .int8Array, .textArray])
+            INSERT INTO server_log (dataset_id, serial, site, body, chain)
+            SELECT $1, e.serial, $2, e.body, e.chain FROM unnest($3::bigint[], $4::text[], $5::bigint[])
+                AS e (serial, body, chain)
+            """, [.int8, .bytea, .int8Array, .textArray, .int8Array])
+        /// The fingerprint of the log up to the entry at a serial (``LogChain``), for a pull cursor
+        /// behind the log's end.
+        static let logChain = PostgresStatement(
+            "logChain",
+            """
+            SELECT l.chain FROM server_datasets AS d JOIN server_log AS l ON l.dataset_id = d.id
+            WHERE d.name = $1 AND l.serial = $2
+            """, [.text, .int8])
         static let upsertRows = PostgresStatement(
             "upsertRows",
             """
@@ -148,7 +158,8 @@ extension PostgresSyncStorage {
             ON CONFLICT (dataset_id, site) DO UPDATE SET high_seq = excluded.high_seq
             """, [.int8, .bytea, .int8])
         static let setLastSerial = PostgresStatement(
-            "setLastSerial", "UPDATE server_datasets SET last_serial = $2 WHERE id = $1", [.int8, .int8])
+            "setLastSerial", "UPDATE server_datasets SET last_serial = $2, last_chain = $3 WHERE id = $1",
+            [.int8, .int8, .int8])
 
         // MARK: Pull
 
@@ -156,9 +167,9 @@ extension PostgresSyncStorage {
         static let readLog = PostgresStatement(
             "readLog",
             """
-            SELECT d.last_serial, l.serial, l.body FROM server_datasets AS d
+            SELECT d.last_serial, l.serial, l.body, d.last_chain, l.chain FROM server_datasets AS d
             LEFT JOIN LATERAL (
-                SELECT serial, body FROM server_log
+                SELECT serial, body, chain FROM server_log
                 WHERE dataset_id = d.id AND serial > $2 AND site <> $3 ORDER BY serial LIMIT $4
             ) AS l ON true
             WHERE d.name = $1 ORDER BY l.serial

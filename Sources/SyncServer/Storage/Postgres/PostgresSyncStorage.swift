@@ -150,7 +150,15 @@ public final class PostgresSyncStorage: SyncStorage {
             return DatasetState(
                 incarnation: try result.optionalString(row: 0, column: 0),
                 lastSerial: try result.int64(row: 0, column: 1),
-                siteHighWater: try result.int64(row: 0, column: 2))
+                siteHighWater: try result.int64(row: 0, column: 2),
+                lastChain: try result.optionalInt64(row: 0, column: 3))
+        }
+    }
+
+    public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? {
+        try serverWork("reading the log of dataset \(dataset)") { connection in
+            let result = try connection.execute(Statements.logChain, [.text(dataset), .int8(serial)])
+            return result.rowCount == 1 ? try result.optionalInt64(row: 0, column: 0) : nil
         }
     }
 

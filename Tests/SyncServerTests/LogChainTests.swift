@@ -1,0 +1,183 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+import TestSupport
+import Testing
+
+@testable import SyncServer
+
+/// Each log entry keeps the fingerprint of the log up to it (``LogChain``), and pull cursors carry
+/// the one of the entry they stopped at, so a cursor read from a log that was since replaced (and
+/// has grown past it again) is refused. The end-to-end case, a server put back from a copy by hand,
+/// is `ServerRestoreTests`.
+@Suite("Reference server: the log's fingerprints")
+struct LogChainTests {
+    private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
+
+    @Test func theFingerprintDependsOnEveryEntryUpToIt() {
+        let bodies = [#"{"seq":1}"#, #"{"seq":2}"#, #"{"seq":3}"#, "", "x", String(repeating: "é", count: 40)]
+        var seen: Set<Int64> = []
+        for body in bodies {
+            for previous in [nil, 0, 1, -1, Int64.max] as [Int64?] {
+                seen.insert(LogChain.next(after: previous, body: body))
+            }
+        }
+        // Every body after every previous fingerprint gives its own (nil and 0 included).
+        #expect(seen.count == bodies.count * 5)
+        // The same entries in another order end at another fingerprint.
+        let forward = bodies.reduce(nil as Int64?) { LogChain.next(after: $0, body: $1) }
+        let backward = bodies.reversed().reduce(nil as Int64?) { LogChain.next(after: $0, body: $1) }
+        #expect(forward != backward)
+        // A body is not the same as its bytes split over two entries.
+        #expect(
+            LogChain.next(after: nil, body: "abcdefghij")
+                != LogChain.next(after: LogChain.next(after: nil, body: "abcde"), body: "fghij"))
+    }
+
+    /// Pushes of several sites at once (one group commit of several pushes on SQLite, several
+    /// connections waiting for the dataset's row on PostgreSQL): every entry's fingerprint is made
+    /// from the one stored before it, and the dataset keeps its newest entry's. A fingerprint read
+    /// from a stale snapshot would only weaken what cursors catch, silently: so it is checked here.
+    @Test(arguments: StorageBackend.allCases)
+    func concurrentPushesChainEachEntryToTheOneBeforeIt(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (storage, log) = try Self.open(backend, in: directory)
+        try storage.createDataset(named: "family")
+        DispatchQueue.concurrentPerform(iterations: 4) { pusher in
+            let site = SiteID(bytes: Data(repeating: UInt8(0xC0 + pusher), count: 16))!
+            for batch in 0..<5 {
+                let changes = (1...20).map { number in
+                    let seq = Int64(batch * 20 + number)
+                    return Change(
+                        table: "notes", key: ["id": .text("p\(pusher)-\(seq)")], op: .insert,
+                        columns: ["title": .text("t")],
+                        clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
+                }
+                _ = try? storage.storeBatch(changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+            }
+        }
+        let entries = try log()
+        #expect(entries.map(\.serial) == Array(1...400))
+        var previous: Int64?
+        for entry in entries {
+            let expected = LogChain.next(after: previous, body: entry.body)
+            #expect(entry.chain == expected, "serial \(entry.serial)")
+            previous = entry.chain
+        }
+        let state = try storage.datasetState("family", site: site)
+        #expect(state.lastSerial == 400 && state.lastChain == entries.last?.chain)
+    }
+
+    /// A storage of `backend` in `directory`, and a function reading its log back.
+    private static func open(_ backend: StorageBackend, in directory: TemporaryDirectory) throws -> (
+        any SyncStorage, () throws -> [(serial: Int64, body: String, chain: Int64?)]
+    ) {
+        switch backend {
+        case .sqlite:
+            let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+            return (
+                storage,
+                {
+                    try storage.pool.read { db in
+                        try db.fetchAll("SELECT serial, body, chain FROM server_log ORDER BY serial").map { row in
+                            (try row.decode(at: 0), try row.decode(at: 1), try row.decode(at: 2))
+                        }
+                    }
+                }
+            )
+        case .postgres:
+            let url = try PostgresCluster.shared().createDatabase()
+            let storage = try PostgresSyncStorage(url: url, connections: 4)
+            return (
+                storage,
+                {
+                    let result = try PostgresConnection(url: url).execute(
+                        PostgresStatement("log", "SELECT serial, body, chain FROM server_log ORDER BY serial", []))
+                    return try (0..<result.rowCount).map { row in
+                        (
+                            try result.int64(row: row, column: 0), try result.string(row: row, column: 1),
+                            try result.optionalInt64(row: row, column: 2)
+                        )
+                    }
+                }
+            )
+        }
+    }
+
+    /// Entries a release before fingerprints stored have none; the first stored after them starts
+    /// a chain, and a cursor without a mark (issued before) keeps working.
+    @Test func entriesStoredBeforeFingerprintsHaveNoneAndCursorsOfThatTimeStayValid() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        // A log as the release before fingerprints left it, then one more entry stored by this one.
+        _ = try storage.storeBatch(
+            (1...3).map { change("n\($0)", seq: Int64($0)) }, site: site, clientSchema: SchemaVersion(1, 0),
+            dataset: "family")
+        // After the fold, whose write transaction would keep the sqlite3 tool out.
+        storage.waitUntilFolded()
+        let clear = try run(
+            "/usr/bin/sqlite3",
+            [
+                "-cmd", ".timeout 5000", storage.path,
+                "UPDATE server_log SET chain = NULL; UPDATE server_datasets SET lastChain = NULL",
+            ])
+        #expect(clear.status == 0, "\(String(decoding: clear.error, as: UTF8.self))")
+        _ = try storage.storeBatch(
+            [change("n4", seq: 4)], site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        #expect(try storage.logChain(dataset: "family", serial: 3) == nil)
+        let fourth = try #require(try storage.logChain(dataset: "family", serial: 4))
+        // An entry after one without a fingerprint starts a chain of its own.
+        #expect(fourth == LogChain.next(after: nil, body: try #require(try storage.logBody(serial: 4))))
+        let service = SyncService(storage: storage)
+
+        // As the release before fingerprints issued it: no mark.
+        let incarnation = try storage.datasetState("family", site: site).incarnation
+        let old = PullCursor.log(2, dataset: "family", incarnation: incarnation, chain: nil)
+        #expect(old.mark == nil)
+        let fromOld = try pull(service, token: token, cursor: old.encoded)
+        #expect(fromOld.status.rawValue == 200)
+        let answer = try JSONDecoder().decode(PullResponse.self, from: fromOld.body)
+        #expect(answer.changes.map(\.seq) == [3, 4])
+        let next = try PullCursor(decoding: answer.cursor, dataset: "family")
+        #expect(next.serial == 4 && next.mark == LogChain.text(fourth))
+        #expect(try pull(service, token: token, cursor: answer.cursor).status.rawValue == 200)
+
+        // A cursor whose fingerprint the entry no longer has is refused.
+        var forged = next
+        forged.mark = LogChain.text(fourth &+ 1)
+        let refused = try pull(service, token: token, cursor: forged.encoded)
+        #expect(refused.status.rawValue == 400)
+        #expect(try JSONDecoder().decode(ErrorBody.self, from: refused.body).error.code == .invalidCursor)
+        // Nor is a fingerprint given for an entry that has none.
+        var unmarkable = next
+        unmarkable.serial = 3
+        #expect(try pull(service, token: token, cursor: unmarkable.encoded).status.rawValue == 400)
+    }
+
+    private func change(_ id: String, seq: Int64) -> Change {
+        Change(
+            table: "notes", key: ["id": .text(id)], op: .insert, columns: ["id": .text(id), "title": .text("t")],
+            clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
+    }
+
+    private func pull(_ service: SyncService, token: String, cursor: String) throws -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        let body = try ProtocolJSON.encode(
+            PullRequest(
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
+                cursor: cursor))
+        return service.handle(
+            HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
+    }
+}
+
+extension SQLiteSyncStorage {
+    /// The body of the log entry at `serial` of the only dataset.
+    fileprivate func logBody(serial: Int64) throws -> String? {
+        try pool.read { db in try db.fetchValue(String.self, "SELECT body FROM server_log WHERE serial = \(serial)") }
+    }
+}
