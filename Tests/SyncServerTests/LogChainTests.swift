@@ -136,24 +136,24 @@ struct LogChainTests {
         let incarnation = try storage.datasetState("family", site: site).incarnation
         let old = PullCursor.log(2, dataset: "family", incarnation: incarnation, chain: nil)
         #expect(old.mark == nil)
-        let fromOld = try pull(service, token: token, cursor: old.encoded)
+        let fromOld = try service.pull(family: token, cursor: old.encoded)
         #expect(fromOld.status.rawValue == 200)
         let answer = try JSONDecoder().decode(PullResponse.self, from: fromOld.body)
         #expect(answer.changes.map(\.seq) == [3, 4])
         let next = try PullCursor(decoding: answer.cursor, dataset: "family")
         #expect(next.serial == 4 && next.mark == LogChain.text(fourth))
-        #expect(try pull(service, token: token, cursor: answer.cursor).status.rawValue == 200)
+        #expect(try service.pull(family: token, cursor: answer.cursor).status.rawValue == 200)
 
         // A cursor whose fingerprint the entry no longer has is refused.
         var forged = next
         forged.mark = LogChain.text(fourth &+ 1)
-        let refused = try pull(service, token: token, cursor: forged.encoded)
+        let refused = try service.pull(family: token, cursor: forged.encoded)
         #expect(refused.status.rawValue == 400)
         #expect(try JSONDecoder().decode(ErrorBody.self, from: refused.body).error.code == .invalidCursor)
         // Nor is a fingerprint given for an entry that has none.
         var unmarkable = next
         unmarkable.serial = 3
-        #expect(try pull(service, token: token, cursor: unmarkable.encoded).status.rawValue == 400)
+        #expect(try service.pull(family: token, cursor: unmarkable.encoded).status.rawValue == 400)
     }
 
     private func change(_ id: String, seq: Int64) -> Change {
@@ -162,17 +162,6 @@ struct LogChainTests {
             clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
     }
 
-    private func pull(_ service: SyncService, token: String, cursor: String) throws -> HTTPResponse {
-        var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
-        headers.add(name: "Content-Type", value: "application/json")
-        let body = try ProtocolJSON.encode(
-            PullRequest(
-                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
-                cursor: cursor))
-        return service.handle(
-            HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
-    }
 }
 
 extension SQLiteSyncStorage {

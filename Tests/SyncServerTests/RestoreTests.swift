@@ -57,19 +57,6 @@ struct RestoreTests {
                 .acknowledgedThrough == 6)
     }
 
-    /// Handlers and storage in-process, for cursors the HTTP tests cannot easily forge.
-    private func pull(_ service: SyncService, token: String, cursor: String) throws -> HTTPResponse {
-        var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
-        headers.add(name: "Content-Type", value: "application/json")
-        let body = try ProtocolJSON.encode(
-            PullRequest(
-                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
-                cursor: cursor))
-        return service.handle(
-            HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
-    }
-
     @Test(arguments: StorageBackend.allCases)
     func cursorsOfTheReleaseBeforeIncarnationsStayValidUntilARestore(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
@@ -102,11 +89,11 @@ struct RestoreTests {
         try forgetIncarnations()
         // A cursor the release before issued.
         let old = Data(#"{"dataset":"family","serial":0}"#.utf8).base64EncodedString()
-        #expect(try pull(service, token: token, cursor: old).status.rawValue == 200)
+        #expect(try service.pull(family: token, cursor: old).status.rawValue == 200)
         // A serial past the log's end is one the server will give to other changes.
         let ahead = Data(#"{"dataset":"family","serial":7}"#.utf8).base64EncodedString()
-        #expect(try pull(service, token: token, cursor: ahead).status.rawValue == 400)
+        #expect(try service.pull(family: token, cursor: ahead).status.rawValue == 400)
         try renewIncarnations()
-        #expect(try pull(service, token: token, cursor: old).status.rawValue == 400)
+        #expect(try service.pull(family: token, cursor: old).status.rawValue == 400)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 @_exported import TestSupport
 
 @testable import SyncServer
@@ -232,4 +233,19 @@ func gunzipped(_ data: Data) throws -> Data {
     let result = try run("/bin/gzip", ["-d", "-c"], input: data)
     precondition(result.status == 0, "gzip -d failed: \(String(decoding: result.error, as: UTF8.self))")
     return result.output
+}
+
+extension SyncService {
+    /// A pull of dataset `family` with `cursor`, handled in-process (for cursors the HTTP tests
+    /// cannot easily forge), by a site of zeros.
+    func pull(family token: String, cursor: String) throws -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        let body = try ProtocolJSON.encode(
+            PullRequest(
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
+                cursor: cursor))
+        return handle(HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
+    }
 }
