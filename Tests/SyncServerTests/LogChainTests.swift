@@ -43,6 +43,7 @@ struct LogChainTests {
         let directory = try TemporaryDirectory()
         let (storage, log) = try Self.open(backend, in: directory)
         try storage.createDataset(named: "family")
+        let failures = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { pusher in
             let site = SiteID(bytes: Data(repeating: UInt8(0xC0 + pusher), count: 16))!
             for batch in 0..<5 {
@@ -53,9 +54,15 @@ struct LogChainTests {
                         columns: ["title": .text("t")],
                         clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
                 }
-                _ = try? storage.storeBatch(changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                do {
+                    _ = try storage.storeBatch(
+                        changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                } catch {
+                    failures.withLock { $0.append("pusher \(pusher), batch \(batch): \(error)") }
+                }
             }
         }
+        #expect(failures.withLock { $0 }.isEmpty)
         let entries = try log()
         #expect(entries.map(\.serial) == Array(1...400))
         var previous: Int64?
@@ -66,6 +73,81 @@ struct LogChainTests {
         }
         let state = try storage.datasetState("family", site: site)
         #expect(state.lastSerial == 400 && state.lastChain == entries.last?.chain)
+    }
+
+    /// The next cursor's fingerprint is its position's wherever a page ends: after a full page (the
+    /// last entry's), after the puller's own entries left out (the log's end), on an empty page at
+    /// the end, and on every page of a snapshot while pushes go on (its start's).
+    @Test(arguments: StorageBackend.allCases)
+    func eachCursorCarriesTheFingerprintOfItsPosition(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (storage, _) = try Self.open(backend, in: directory)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        let service = SyncService(storage: storage)
+        let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+        func push(_ seqs: ClosedRange<Int>, from pusher: SiteID) throws {
+            let changes = seqs.map { seq in
+                var change = self.change("\(pusher.bytes[0])-\(seq)", seq: Int64(seq))
+                change.site = pusher
+                return change
+            }
+            _ = try storage.storeBatch(changes, site: pusher, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        }
+        // Serials 1–10 this test's site's, 11–13 another's, 14–15 this site's again.
+        try push(1...10, from: site)
+        try push(1...3, from: other)
+        try push(11...12, from: site)
+        func page(_ cursor: String?, limit: Int) throws -> (changes: Int, cursor: PullCursor, text: String) {
+            let answer = try service.pull(family: token, cursor: cursor, site: site, limit: limit)
+            #expect(answer.status.rawValue == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+            let response = try JSONDecoder().decode(PullResponse.self, from: answer.body)
+            return (
+                response.changes.count, try PullCursor(decoding: response.cursor, dataset: "family"), response.cursor
+            )
+        }
+        func mark(at serial: Int64) throws -> String? {
+            try storage.logChain(dataset: "family", serial: serial).map(LogChain.text)
+        }
+        let incarnation = try storage.datasetState("family", site: site).incarnation
+        let start = PullCursor.log(0, dataset: "family", incarnation: incarnation, chain: nil).encoded
+
+        // The puller's own entries are left out: a full page of the other site's three, from 10 on.
+        let full = try page(
+            PullCursor.log(
+                10, dataset: "family", incarnation: incarnation,
+                chain: try storage.logChain(
+                    dataset: "family", serial: 10)
+            ).encoded, limit: 3)
+        #expect(try full.changes == 3 && full.cursor.serial == 13 && full.cursor.mark == mark(at: 13))
+        // Then only its own entries: the page ends at the log's end.
+        let ownTail = try page(full.text, limit: 3)
+        #expect(try ownTail.changes == 0 && ownTail.cursor.serial == 15 && ownTail.cursor.mark == mark(at: 15))
+        let atTheEnd = try page(ownTail.text, limit: 3)
+        #expect(try atTheEnd.changes == 0 && atTheEnd.cursor.mark == mark(at: 15))
+        // From the start as the other site: a full page ends at its last entry.
+        let fromStart = try service.pull(family: token, cursor: start, site: other, limit: 4)
+        let firstPage = try PullCursor(
+            decoding: try JSONDecoder().decode(PullResponse.self, from: fromStart.body).cursor, dataset: "family")
+        #expect(try firstPage.serial == 4 && firstPage.mark == mark(at: 4))
+
+        // A snapshot in pages of 4 while the other site pushes: every page's cursor carries the mark
+        // of the serial the snapshot started at, and the log phase goes on from there.
+        (storage as? SQLiteSyncStorage)?.waitUntilFolded()
+        var snapshot = try page(nil, limit: 4)
+        let startSerial = snapshot.cursor.logSerial
+        #expect(startSerial == 15)
+        var pages = 1
+        while snapshot.cursor.snapshot != nil {
+            try push(Int(3 + pages)...Int(3 + pages), from: other)
+            #expect(try snapshot.cursor.mark == mark(at: startSerial))
+            snapshot = try page(snapshot.text, limit: 4)
+            pages += 1
+        }
+        #expect(pages > 2)
+        #expect(try snapshot.cursor.serial == startSerial && snapshot.cursor.mark == mark(at: startSerial))
+        let log = try page(snapshot.text, limit: 100)
+        #expect(try log.changes == pages - 1 && log.cursor.mark == mark(at: log.cursor.logSerial))
     }
 
     /// A storage of `backend` in `directory`, and a function reading its log back.
@@ -104,26 +186,34 @@ struct LogChainTests {
         }
     }
 
-    /// Entries a release before fingerprints stored have none; the first stored after them starts
-    /// a chain, and a cursor without a mark (issued before) keeps working.
+    /// Entries the release before fingerprints stored (server schema 1.3) have none after the
+    /// upgrade; the first stored after them starts a chain, and a cursor without a mark (issued
+    /// before) keeps working.
     @Test func entriesStoredBeforeFingerprintsHaveNoneAndCursorsOfThatTimeStayValid() throws {
         let directory = try TemporaryDirectory()
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
-        try storage.createDataset(named: "family")
+        let data = URL(fileURLWithPath: directory.path("data"))
+        // A data directory of the release before fingerprints, with a log of three changes.
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let old = try Database(path: data.appendingPathComponent(SQLiteSyncStorage.fileName).path)
+        try Migrator(plan: ServerMigrationPlan.self, releasedUpTo: ServerSchemaV1_3.versionIdentifier).migrate(old)
+        try old.execute(
+            """
+            INSERT INTO server_datasets (id, name, createdAt, lastSerial, incarnation, foldedSerial)
+            VALUES (1, 'family', 0, 3, 'before', 3)
+            """)
+        try old.execute("INSERT INTO server_sites (datasetID, site, highSeq) VALUES (1, \(site.bytes), 3)")
+        for seq in 1...3 {
+            try old.execute(
+                """
+                INSERT INTO server_log (datasetID, serial, site, body)
+                VALUES (1, \(Int64(seq)), \(site.bytes), \(try change("n\(seq)", seq: Int64(seq)).canonicalJSON()))
+                """)
+        }
+        try old.close()
+
+        let storage = try SQLiteSyncStorage(directory: data)
         let token = try storage.createToken(dataset: "family", readOnly: false).secret
-        // A log as the release before fingerprints left it, then one more entry stored by this one.
-        _ = try storage.storeBatch(
-            (1...3).map { change("n\($0)", seq: Int64($0)) }, site: site, clientSchema: SchemaVersion(1, 0),
-            dataset: "family")
-        // After the fold, whose write transaction would keep the sqlite3 tool out.
-        storage.waitUntilFolded()
-        let clear = try run(
-            "/usr/bin/sqlite3",
-            [
-                "-cmd", ".timeout 5000", storage.path,
-                "UPDATE server_log SET chain = NULL; UPDATE server_datasets SET lastChain = NULL",
-            ])
-        #expect(clear.status == 0, "\(String(decoding: clear.error, as: UTF8.self))")
+        #expect(try storage.datasetState("family", site: site).lastChain == nil)
         _ = try storage.storeBatch(
             [change("n4", seq: 4)], site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
         #expect(try storage.logChain(dataset: "family", serial: 3) == nil)
@@ -133,10 +223,9 @@ struct LogChainTests {
         let service = SyncService(storage: storage)
 
         // As the release before fingerprints issued it: no mark.
-        let incarnation = try storage.datasetState("family", site: site).incarnation
-        let old = PullCursor.log(2, dataset: "family", incarnation: incarnation, chain: nil)
-        #expect(old.mark == nil)
-        let fromOld = try service.pull(family: token, cursor: old.encoded)
+        let issuedBefore = PullCursor.log(2, dataset: "family", incarnation: "before", chain: nil)
+        #expect(issuedBefore.mark == nil)
+        let fromOld = try service.pull(family: token, cursor: issuedBefore.encoded)
         #expect(fromOld.status.rawValue == 200)
         let answer = try JSONDecoder().decode(PullResponse.self, from: fromOld.body)
         #expect(answer.changes.map(\.seq) == [3, 4])

@@ -278,6 +278,24 @@ struct PostgresBackendTests {
         #expect(chain == LogChain.next(after: nil, body: try change.canonicalJSON()))
         let state = try storage.datasetState("old", site: site)
         #expect(state.lastSerial == 3 && state.lastChain == chain)
+
+        // A server of the earlier release still running beside this one appends an entry: it moves
+        // `last_serial` alone. The dataset's newest fingerprint then counts for nothing, and the
+        // next push starts a chain again rather than chain on from an older entry's.
+        try PostgresCluster.shared().execute(
+            """
+            INSERT INTO server_log (dataset_id, serial, site, body)
+                SELECT id, 4, '\\x07070707070707070707070707070707'::bytea, '{}' FROM server_datasets;
+            UPDATE server_datasets SET last_serial = 4;
+            """, in: url)
+        #expect(try storage.datasetState("old", site: site).lastChain == nil)
+        var next = change
+        next.key = ["id": .text("n5")]
+        next.seq = 2
+        _ = try storage.storeBatch([next], site: site, clientSchema: SchemaVersion(1, 0), dataset: "old")
+        let fifth = try #require(try storage.logChain(dataset: "old", serial: 5))
+        #expect(fifth == LogChain.next(after: nil, body: try next.canonicalJSON()))
+        #expect(try storage.datasetState("old", site: site).lastChain == fifth)
     }
 
     /// docs/POSTGRES.md's backup and restore blocks run as written (the dump in the test's directory,

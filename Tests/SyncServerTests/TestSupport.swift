@@ -237,15 +237,16 @@ func gunzipped(_ data: Data) throws -> Data {
 
 extension SyncService {
     /// A pull of dataset `family` with `cursor`, handled in-process (for cursors the HTTP tests
-    /// cannot easily forge), by a site of zeros.
-    func pull(family token: String, cursor: String) throws -> HTTPResponse {
+    /// cannot easily forge), by `site` (zeros unless given).
+    func pull(
+        family token: String, cursor: String?, site: SiteID = SiteID(bytes: Data(count: 16))!, limit: Int? = nil
+    ) throws -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(token)")
         headers.add(name: "Content-Type", value: "application/json")
         let body = try ProtocolJSON.encode(
             PullRequest(
-                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: SiteID(bytes: Data(count: 16))!,
-                cursor: cursor))
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, cursor: cursor, limit: limit))
         return handle(HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
     }
 }

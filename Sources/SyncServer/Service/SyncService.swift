@@ -220,10 +220,11 @@ public final class SyncService: Sendable {
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
         metrics.recordPulled(page.changes.count)
-        // Every page of one snapshot starts at the same serial: its fingerprint is read once.
+        // Every page of one snapshot starts at the same serial: the next cursor keeps the mark its
+        // cursor had (checked above), and only a snapshot's first page reads one.
         let mark =
             cursor?.logSerial == page.position.startSerial
-            ? cursor?.mark.flatMap { UInt64($0, radix: 16) }.map { Int64(bitPattern: $0) }
+            ? cursor?.mark.flatMap(LogChain.chain(text:))
             : try chain(dataset: dataset, at: page.position.startSerial, state: state)
         let next =
             page.isLast

@@ -57,7 +57,17 @@ public protocol SyncStorage: Sendable {
     /// (``LogChain``), which pull cursors carry; nil when there is no such entry, or it was stored
     /// before fingerprints were kept. A pull reads it only for a cursor behind the log's end (the
     /// end's is ``DatasetState/lastChain``).
+    ///
+    /// ```swift
+    /// let stillTheSameLog = try storage.logChain(dataset: "family", serial: 42) == chainSeenBefore
+    /// ```
     func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64?
+}
+
+extension SyncStorage {
+    /// A storage that keeps no fingerprints: its cursors carry none (``DatasetState/lastChain`` and
+    /// ``LogPage/nextChain`` nil), and are checked by incarnation and newest serial alone.
+    public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? { nil }
 }
 
 extension SyncStorage {
@@ -192,7 +202,7 @@ extension LogPage {
         self.init(
             joinedEntries: entries.joined, entryEnds: entries.ends, nextSerial: next,
             hasMore: full && next < lastSerial,
-            lastSerial: lastSerial, nextChain: full ? lastEntryChain : lastChain)
+            lastSerial: lastSerial, nextChain: full ? lastEntryChain : (serial > lastSerial ? nil : lastChain))
     }
 }
 

@@ -105,10 +105,14 @@ struct PostgresMigration: Sendable {
     /// schema's version 1.4 does), and with each dataset the one of its newest entry, which pull
     /// cursors carry, so a cursor read from a log that a `pg_restore` without `ostore-server restore`
     /// replaced is refused even once the restored log has grown past it. Entries stored before have
-    /// none (NULL); cursors issued before carry none.
+    /// none (NULL); cursors issued before carry none. `last_chain_serial` says which serial
+    /// `last_chain` belongs to: servers of an earlier release still running beside this one move
+    /// `last_serial` alone, and their entries have no fingerprint, so `last_chain` then counts for
+    /// nothing (``Statements/newestChain``).
     private static let version3 = """
         ALTER TABLE server_log ADD COLUMN IF NOT EXISTS chain bigint;
         ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS last_chain bigint;
+        ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS last_chain_serial bigint;
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

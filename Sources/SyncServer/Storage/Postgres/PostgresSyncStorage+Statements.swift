@@ -49,6 +49,10 @@ extension PostgresSyncStorage {
 
         // MARK: Serving
 
+        /// The fingerprint of dataset `d`'s newest entry, or NULL when `last_chain` is not that
+        /// entry's (a server of an earlier release moved `last_serial` since, see migration 3).
+        static let newestChain = "CASE WHEN d.last_chain_serial = d.last_serial THEN d.last_chain END"
+
         static let grant = PostgresStatement(
             "grant",
             """
@@ -62,7 +66,7 @@ extension PostgresSyncStorage {
         static let datasetState = PostgresStatement(
             "datasetState",
             """
-            SELECT d.incarnation, d.last_serial, coalesce(s.high_seq, 0), d.last_chain FROM server_datasets AS d
+            SELECT d.incarnation, d.last_serial, coalesce(s.high_seq, 0), \(newestChain) FROM server_datasets AS d
             LEFT JOIN server_sites AS s ON s.dataset_id = d.id AND s.site = $2
             WHERE d.name = $1
             """, [.text, .bytea])
@@ -72,7 +76,7 @@ extension PostgresSyncStorage {
         /// in order (see docs/POSTGRES.md). NO KEY UPDATE leaves foreign-key checks unblocked.
         static let lockDataset = PostgresStatement(
             "lockDataset",
-            "SELECT id, schema_version, last_serial, last_chain FROM server_datasets WHERE name = $1 FOR NO KEY UPDATE",
+            "SELECT id, schema_version, last_serial, \(newestChain) FROM server_datasets AS d WHERE name = $1 FOR NO KEY UPDATE",
             [.text])
         static let schemaFingerprint = PostgresStatement(
             "schemaFingerprint", "SELECT fingerprint FROM server_schemas WHERE dataset_id = $1 AND version = $2",
@@ -158,7 +162,8 @@ extension PostgresSyncStorage {
             ON CONFLICT (dataset_id, site) DO UPDATE SET high_seq = excluded.high_seq
             """, [.int8, .bytea, .int8])
         static let setLastSerial = PostgresStatement(
-            "setLastSerial", "UPDATE server_datasets SET last_serial = $2, last_chain = $3 WHERE id = $1",
+            "setLastSerial",
+            "UPDATE server_datasets SET last_serial = $2, last_chain = $3, last_chain_serial = $2 WHERE id = $1",
             [.int8, .int8, .int8])
 
         // MARK: Pull
@@ -167,7 +172,7 @@ extension PostgresSyncStorage {
         static let readLog = PostgresStatement(
             "readLog",
             """
-            SELECT d.last_serial, l.serial, l.body, d.last_chain, l.chain FROM server_datasets AS d
+            SELECT d.last_serial, l.serial, l.body, \(newestChain), l.chain FROM server_datasets AS d
             LEFT JOIN LATERAL (
                 SELECT serial, body, chain FROM server_log
                 WHERE dataset_id = d.id AND serial > $2 AND site <> $3 ORDER BY serial LIMIT $4
