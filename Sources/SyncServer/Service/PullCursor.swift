@@ -65,11 +65,13 @@ struct PullCursor: Codable, Hashable {
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    /// The cursor in `text`, which must have been issued for `dataset`.
+    /// The cursor in `text`, which must have been issued for `dataset`. Its length is bounded by the
+    /// request's (`Limits.maxBodyBytes`) alone: a snapshot cursor holds the last row's key, as long
+    /// as a push may make it, and a shorter bound stopped every download at such a row.
     init(decoding text: String, dataset: String) throws(ErrorBody) {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard text.utf8.count <= 4096, let data = Data(base64Encoded: base64),
+        guard let data = Data(base64Encoded: base64),
             let cursor = try? JSONDecoder().decode(PullCursor.self, from: data),
             (cursor.snapshot == nil) != (cursor.serial == nil)
         else {
