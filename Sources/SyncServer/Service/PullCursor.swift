@@ -11,21 +11,21 @@ struct PullCursor: Codable, Hashable {
     /// The dataset's incarnation (``DatasetState/incarnation``); absent in cursors issued before
     /// incarnations existed, which match a dataset that has none.
     var incarnation: String?
-    /// ``LogChain/text(_:)`` of the fingerprint of the log up to ``logSerial`` when the cursor was
-    /// issued; absent at serial 0, for an entry stored before fingerprints, and in cursors issued
-    /// before they existed.
-    var mark: String?
+    /// The fingerprint of the log up to ``logSerial`` (``LogChain``) when the cursor was issued;
+    /// absent at serial 0, for an entry stored before fingerprints, and in cursors issued before
+    /// they existed.
+    var mark: Int64?
 
     static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?, chain: Int64?)
         -> PullCursor
     {
         PullCursor(
-            dataset: dataset, snapshot: position, serial: nil, incarnation: incarnation, mark: chain.map(LogChain.text))
+            dataset: dataset, snapshot: position, serial: nil, incarnation: incarnation, mark: chain)
     }
 
     static func log(_ serial: Int64, dataset: String, incarnation: String?, chain: Int64?) -> PullCursor {
         PullCursor(
-            dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation, mark: chain.map(LogChain.text))
+            dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation, mark: chain)
     }
 
     /// The log serial this cursor has read up to: the log phase resumes after it.
@@ -52,7 +52,7 @@ struct PullCursor: Codable, Hashable {
     /// (`current`, ``SyncStorage/logChain(dataset:serial:)``): the log it was read from was
     /// replaced since, by a copy put back by hand, and has grown again past it.
     func check(logChain current: Int64?) throws(ErrorBody) {
-        guard let mark, mark != current.map(LogChain.text) else { return }
+        guard let mark, mark != current else { return }
         throw ErrorBody(
             .invalidCursor,
             "the dataset's log is not the one this cursor was read from (the storage was put back from a copy "
@@ -83,7 +83,7 @@ struct PullCursor: Codable, Hashable {
         self = cursor
     }
 
-    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?, mark: String?) {
+    private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?, mark: Int64?) {
         self.dataset = dataset
         self.snapshot = snapshot
         self.serial = serial

@@ -224,7 +224,7 @@ public final class SyncService: Sendable {
         // cursor had (checked above), and only a snapshot's first page reads one.
         let mark =
             cursor?.logSerial == page.position.startSerial
-            ? cursor?.mark.flatMap(LogChain.chain(text:))
+            ? cursor?.mark
             : try chain(dataset: dataset, at: page.position.startSerial, state: state)
         let next =
             page.isLast

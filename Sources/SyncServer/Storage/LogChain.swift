@@ -45,18 +45,6 @@ enum LogChain {
         return Int64(bitPattern: hash)
     }
 
-    /// The fingerprint as a cursor carries it: 16 lower-case hexadecimal digits.
-    static func text(_ chain: Int64) -> String {
-        let digits = String(UInt64(bitPattern: chain), radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
-
-    /// The fingerprint ``text(_:)`` wrote; nil for any other text.
-    static func chain(text: String) -> Int64? {
-        guard text.utf8.count == 16 else { return nil }
-        return UInt64(text, radix: 16).map { Int64(bitPattern: $0) }
-    }
-
     private static func round(_ hash: UInt64, _ word: UInt64) -> UInt64 {
         let mixed = hash ^ (word &* 0x9E37_79B9_7F4A_7C15)
         return ((mixed << 31) | (mixed >> 33)) &* 0xC2B2_AE3D_27D4_EB4F

@@ -68,9 +68,7 @@ extension SyncStorage {
     /// A storage that keeps no fingerprints: its cursors carry none (``DatasetState/lastChain`` and
     /// ``LogPage/nextChain`` nil), and are checked by incarnation and newest serial alone.
     public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? { nil }
-}
 
-extension SyncStorage {
     /// The protocol's `storeBatch` of a ``BatchJSON``, with the changes' canonical JSON written
     /// here.
     ///
