@@ -17,10 +17,16 @@ public struct Limits: Codable, Sendable, Hashable {
     public var maxIdentifierLength: Int
     /// Deepest nesting of JSON arrays and objects in a request.
     public var maxNestingDepth: Int
+    /// Most pushes of one site the server keeps in order by their ``PushRequest/after``: a client
+    /// may have this many batches sent and not yet answered, when the hello chose protocol version 2
+    /// or later. Absent (nil) from servers that predate `after`: a client then sends one batch at a
+    /// time (``pushesInFlight``).
+    public var maxPushesInFlight: Int?
 
     public init(
         maxBodyBytes: Int = 8 << 20, maxChangesPerPush: Int = 5_000, maxChangesPerPull: Int = 5_000,
-        maxClockDriftMilliseconds: Int64 = 300_000, maxIdentifierLength: Int = 128, maxNestingDepth: Int = 32
+        maxClockDriftMilliseconds: Int64 = 300_000, maxIdentifierLength: Int = 128, maxNestingDepth: Int = 32,
+        maxPushesInFlight: Int? = 2
     ) {
         self.maxBodyBytes = maxBodyBytes
         self.maxChangesPerPush = maxChangesPerPush
@@ -28,7 +34,12 @@ public struct Limits: Codable, Sendable, Hashable {
         self.maxClockDriftMilliseconds = maxClockDriftMilliseconds
         self.maxIdentifierLength = maxIdentifierLength
         self.maxNestingDepth = maxNestingDepth
+        self.maxPushesInFlight = maxPushesInFlight
     }
+
+    /// How many pushes a client may have in flight with this server: ``maxPushesInFlight``, 1
+    /// when the server does not announce it.
+    public var pushesInFlight: Int { max(1, maxPushesInFlight ?? 1) }
 
     public static let standard = Limits()
 }

@@ -24,6 +24,8 @@ final class MeteredTransport: SyncTransport, @unchecked Sendable {
         self.client = client
     }
 
+    var maxConcurrentRequests: Int { client.maxConcurrentRequests }
+
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
         let start = DispatchTime.now().uptimeNanoseconds
         let reply = try client.post(url, headers: headers, body: body)
@@ -35,7 +37,8 @@ final class MeteredTransport: SyncTransport, @unchecked Sendable {
         return reply
     }
 
-    /// Milliseconds spent inside requests so far.
+    /// Milliseconds spent inside requests so far, summed over requests (two pushes in flight count
+    /// the time they overlap twice).
     var waitedMilliseconds: Double { lock.withLock { Double(waited) / 1e6 } }
     var recorded: [Exchange] { lock.withLock { exchanges } }
 }

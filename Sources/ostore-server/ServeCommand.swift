@@ -99,6 +99,7 @@ enum ServeCommand: Command {
             perIPConnectionLimit: 256, maxBodyBytes: maxBody,
             tls: certificate.map { HTTPServer.Configuration.TLS(certificatePath: $0, privateKeyPath: key!) })
         configuration.log = { message in RequestLog.write(["event": "http", "message": message]) }
+        configuration.runsOffPollingThread = { service.mayWaitForAnotherRequest($0) }
         let server: HTTPServer
         do {
             server = try HTTPServer(configuration: configuration) { request in

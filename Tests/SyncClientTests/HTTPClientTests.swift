@@ -269,28 +269,57 @@ import Testing
         #expect(error.kind == .responseTooLarge && !error.isRetryable)
     }
 
-    @Test func oneClientServesManyThreadsOneRequestAtATime() throws {
+    /// Threads sharing one client run at most `maxConcurrentRequests` requests at once, each on a
+    /// connection of its own, and every answer reaches the thread that asked.
+    @Test(arguments: [1, 2, 3]) func oneClientServesManyThreadsAtMostSoManyAtOnce(most: Int) throws {
         let inFlight = Locked((now: 0, most: 0))
         let server = try HTTPServer { request in
             inFlight.withLock {
                 $0.now += 1
                 $0.most = max($0.most, $0.now)
             }
-            usleep(2_000)
+            // Long enough for the other callers' requests to arrive meanwhile on a loaded machine.
+            usleep(40_000)
             inFlight.withLock { $0.now -= 1 }
             return HTTPResponse(status: .ok, body: request.body)
         }
         defer { server.stop() }
-        let client = try HTTPClient()
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConcurrentRequests = most
+        let client = try HTTPClient(configuration: configuration)
         let failures = Locked(0)
-        DispatchQueue.concurrentPerform(iterations: 40) { index in
-            let body = Data("request \(index)".utf8)
-            let response = try? client.send(HTTPClientRequest(method: .post, url: Self.url(server, "/"), body: body))
-            if response?.body != body { failures.withLock { $0 += 1 } }
+        // Threads of their own (not a shared pool that may lend fewer): 8 callers, 3 requests each.
+        let finished = DispatchGroup()
+        for caller in 0..<8 {
+            finished.enter()
+            Thread {
+                for request in 0..<3 {
+                    let body = Data("caller \(caller), request \(request)".utf8)
+                    let response = try? client.send(
+                        HTTPClientRequest(method: .post, url: Self.url(server, "/"), body: body))
+                    if response?.body != body { failures.withLock { $0 += 1 } }
+                }
+                finished.leave()
+            }.start()
         }
+        finished.wait()
         #expect(failures.value == 0)
-        #expect(inFlight.value.most == 1)
-        #expect(server.openConnections == 1)
+        #expect(inFlight.value.most == most)
+        #expect(server.openConnections == most)
+    }
+
+    /// Requests one after another take the handle freed last: one connection, kept alive.
+    @Test func requestsOneAfterAnotherShareOneConnection() throws {
+        let server = try HTTPServer { request in HTTPResponse(status: .ok, body: request.body) }
+        defer { server.stop() }
+        let client = try HTTPClient()
+        var connections = 0
+        for index in 0..<10 {
+            let response = try client.send(
+                HTTPClientRequest(method: .post, url: Self.url(server, "/"), body: Data("\(index)".utf8)))
+            connections += response.newConnections
+        }
+        #expect(connections == 1 && server.openConnections == 1)
     }
 
     @Test func retryAfterFromAResponse() throws {

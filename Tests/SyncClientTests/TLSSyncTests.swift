@@ -74,7 +74,7 @@ import Testing
 
         let hello = try writer.hello()
         #expect(hello.verdict == .compatible)
-        #expect(hello.protocolVersion == 1)
+        #expect(hello.protocolVersion == ProtocolVersion.current)
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let ids = [UUID().uuidString, UUID().uuidString]

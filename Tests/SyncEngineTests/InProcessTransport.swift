@@ -1,5 +1,6 @@
 import Foundation
 import SyncClient
+import SyncProtocol
 import SyncServer
 import TestSupport
 
@@ -16,6 +17,8 @@ final class InProcessTransport: SyncTransport, @unchecked Sendable {
     init(service: SyncService) { self.service = service }
 
     func failNext(_ count: Int) { lock.withLock { failures = count } }
+    /// The service answers requests on any thread, several at once.
+    var maxConcurrentRequests: Int { 2 }
     var paths: [String] { lock.withLock { requests } }
 
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
@@ -41,10 +44,11 @@ struct InProcessDataset {
     let token: String
     let transport: InProcessTransport
 
-    init(in directory: TemporaryDirectory) throws {
+    init(in directory: TemporaryDirectory, limits: Limits = .standard, pushOrderWait: Duration = .seconds(2)) throws {
         storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
         try storage.createDataset(named: "family")
         token = try storage.createToken(dataset: "family", readOnly: false).secret
-        transport = InProcessTransport(service: SyncService(storage: storage))
+        transport = InProcessTransport(
+            service: SyncService(storage: storage, limits: limits, pushOrderWait: pushOrderWait))
     }
 }

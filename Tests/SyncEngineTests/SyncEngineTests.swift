@@ -15,7 +15,8 @@ final class Device {
 
     init(
         _ directory: TemporaryDirectory, _ name: String, release: Schema.Version? = nil,
-        transport: any SyncTransport, token: String, configuration: Configuration = Configuration()
+        transport: any SyncTransport, token: String, configuration: Configuration = Configuration(),
+        engine adjust: (inout SyncEngine.Configuration) -> Void = { _ in }
     ) throws {
         db = try Database(path: directory.path(name), configuration: configuration)
         let migrator =
@@ -27,6 +28,7 @@ final class Device {
         configuration.retry.sleep = { _ in }
         configuration.pushBatchSize = 7
         configuration.pullPageSize = 5
+        adjust(&configuration)
         engine = SyncEngine(db: db, log: log, transport: transport, configuration: configuration)
     }
 

@@ -20,6 +20,8 @@ final class SwappableTransport: SyncTransport, @unchecked Sendable {
 
     func swap(to transport: InProcessTransport) { current.value = transport }
 
+    var maxConcurrentRequests: Int { current.value.maxConcurrentRequests }
+
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
         if url.lastPathComponent == "pull",
             (try? JSONDecoder().decode(PullRequest.self, from: body))?.cursor != nil

@@ -150,8 +150,9 @@ struct LogChainTests {
         #expect(try log.changes == pages - 1 && log.cursor.mark == mark(at: log.cursor.logSerial))
     }
 
-    /// A storage of `backend` in `directory`, and a function reading its log back.
-    private static func open(_ backend: StorageBackend, in directory: TemporaryDirectory) throws -> (
+    /// A storage of `backend` in `directory`, and a function reading its log back (also used by
+    /// other suites that need a storage of either kind in-process).
+    static func open(_ backend: StorageBackend, in directory: TemporaryDirectory) throws -> (
         any SyncStorage, () throws -> [(serial: Int64, body: String, chain: Int64?)]
     ) {
         switch backend {

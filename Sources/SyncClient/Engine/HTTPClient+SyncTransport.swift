@@ -4,6 +4,8 @@ import Foundation
 /// a network fault becomes a ``SyncError`` of kind `transport` (retryable when curl says the
 /// fault is passing), and `Retry-After` is read from the answer.
 extension HTTPClient: SyncTransport {
+    public var maxConcurrentRequests: Int { max(1, configuration.maxConcurrentRequests) }
+
     public func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
         var fields = HTTPClientHeaders()
         for (name, value) in headers { fields[name] = value }

@@ -34,7 +34,12 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     /// Tells the work nobody needs its answer (it stops before its next retry), and waits for it
     /// to end, so nothing uses the transport once the engine has returned.
     func abandon() {
-        lock.withLock { cancelled = true }
+        cancel()
         done.wait()
+    }
+
+    /// Tells the work nobody needs its answer, without waiting for it to end.
+    func cancel() {
+        lock.withLock { cancelled = true }
     }
 }

@@ -16,15 +16,16 @@ import SyncStoreBridge
 /// let body = try PushBody.encode(entries, schemaVersion: announced.version, site: site)
 /// ```
 enum PushBody {
-    static func encode(_ entries: [PendingEntry], schemaVersion: SchemaVersion, site: SiteID) throws(SyncError)
-        -> Data
-    {
+    static func encode(
+        _ entries: [PendingEntry], schemaVersion: SchemaVersion, site: SiteID,
+        protocolVersion: Int = ProtocolVersion.current, after: Int64? = nil
+    ) throws(SyncError) -> Data {
         var writer = CanonicalJSONWriter(capacity: 256 * entries.count + 256)
         var keyOrder = MemberOrder()
         var columnOrder = MemberOrder()
         do {
             try writer.writePush(
-                protocolVersion: ProtocolVersion.current, schemaVersion: schemaVersion, site: site,
+                protocolVersion: protocolVersion, schemaVersion: schemaVersion, site: site, after: after,
                 changeCount: entries.count
             ) { writer, index in
                 let entry = entries[index]

@@ -54,6 +54,8 @@ struct SyncRequests: Sendable {
                 if let maximum = configuration.retry.maximumAttempts, attempt >= maximum { throw error }
                 configuration.retry.sleep(
                     configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfterSeconds))
+                // Abandoned while it slept: no attempt more.
+                guard !isCancelled() else { throw error }
                 attempt += 1
             }
         }

@@ -4,6 +4,13 @@ import Foundation
 /// libcurl ``HTTPClient`` is the transport apps use; a test may answer in-process.
 public protocol SyncTransport: Sendable {
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply
+    /// How many `post` calls it runs at once; the engine has no more pushes in flight than this
+    /// (``SyncEngine/Configuration/pushesInFlight``). 1 unless the transport says otherwise.
+    var maxConcurrentRequests: Int { get }
+}
+
+extension SyncTransport {
+    public var maxConcurrentRequests: Int { 1 }
 }
 
 /// An HTTP answer as the engine needs it.

@@ -55,12 +55,18 @@ extension HTTPClient {
         /// A response body larger than this (after decoding) ends the request with
         /// `.responseTooLarge`, so a broken or hostile server cannot exhaust memory.
         public var maxResponseBytes: Int
+        /// Most requests running at once, each on its own libcurl handle and connection; a request
+        /// over it waits for one to end. The sync engine runs two at once when it pushes to a
+        /// server that keeps pushes in order (the next batch goes out before the last is
+        /// answered); with 1 it still syncs, one batch at a time. At least 1.
+        public var maxConcurrentRequests: Int
 
         public init(
             connectTimeout: Duration = .seconds(10), lowSpeedLimit: Int = 1, lowSpeedTime: Duration = .seconds(30),
             totalTimeout: Duration? = nil, acceptsCompressedResponses: Bool = true,
             requestCompressionThreshold: Int? = nil, verifiesCertificates: Bool = true, caFile: String? = nil,
-            userAgent: String = HTTPClient.defaultUserAgent, maxResponseBytes: Int = 256 << 20
+            userAgent: String = HTTPClient.defaultUserAgent, maxResponseBytes: Int = 256 << 20,
+            maxConcurrentRequests: Int = 2
         ) {
             self.connectTimeout = connectTimeout
             self.lowSpeedLimit = lowSpeedLimit
@@ -72,6 +78,7 @@ extension HTTPClient {
             self.caFile = caFile
             self.userAgent = userAgent
             self.maxResponseBytes = maxResponseBytes
+            self.maxConcurrentRequests = maxConcurrentRequests
         }
     }
 

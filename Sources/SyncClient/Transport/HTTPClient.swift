@@ -1,12 +1,13 @@
 import CCurl
 import Foundation
 
-/// An HTTP/1.1 client over libcurl that keeps one connection alive across requests.
+/// An HTTP/1.1 client over libcurl that keeps its connections alive across requests.
 ///
-/// It owns one libcurl easy handle and reuses it for every request, so consecutive requests to one
-/// server share a TCP (and TLS) connection, libcurl's DNS cache and its TLS session cache. Any
-/// thread may call `send(_:)`; requests on one client run one at a time, in the order their callers
-/// take its lock. Give each concurrent worker its own client.
+/// It owns libcurl easy handles and reuses them, so consecutive requests to one server share a TCP
+/// (and TLS) connection, libcurl's DNS cache and its TLS session cache. Any thread may call
+/// `send(_:)`: up to `Configuration.maxConcurrentRequests` requests (2 by default) run at once,
+/// each on its own handle and connection, and more wait for a free one. A request takes the handle
+/// freed last, so a client used by one thread at a time keeps to one connection.
 ///
 /// ```swift
 /// let client = try HTTPClient()
@@ -21,29 +22,63 @@ import Foundation
 /// Timeouts, compression, TLS verification and proxies are set by `Configuration`. Built on
 /// libcurl's easy interface: https://curl.se/libcurl/c/libcurl-easy.html.
 ///
-/// `@unchecked Sendable`: the only mutable state is the libcurl handle in `easy`, which libcurl
-/// forbids using from two threads at once. Every use of it (reset, options, perform, info) happens in
-/// `send(_:)` between `lock.lock()` and `lock.unlock()`, the handle never leaves this object, and the
-/// transfer's callbacks run synchronously inside `curl_easy_perform` on the thread holding the lock.
-/// `configuration` is an immutable `Sendable` value.
+/// `@unchecked Sendable`: the mutable state is the pool of libcurl handles, which libcurl forbids
+/// using from two threads at once. `idle` and `handleCount` are read and written only while `pool`
+/// is locked; a handle taken from `idle` belongs to the one `send(_:)` that took it until it puts it
+/// back, so every use of it (reset, options, perform, info) is on one thread, the transfer's
+/// callbacks run synchronously inside `curl_easy_perform` on that thread, and a handle never leaves
+/// this object. `configuration` is an immutable `Sendable` value.
 public final class HTTPClient: @unchecked Sendable {
     public let configuration: Configuration
-    private let lock = NSLock()
-    private let easy: CurlEasy
+    /// Guards `idle` and `handleCount`; signalled when a handle is put back.
+    private let pool = NSCondition()
+    /// Handles no request is using, the one freed last at the end.
+    private var idle: [CurlEasy]
+    /// Handles made, idle or in use: at most `configuration.maxConcurrentRequests`.
+    private var handleCount = 1
 
-    /// Makes the libcurl handle (and runs `curl_global_init` once per process). No connection is
-    /// opened until the first request.
+    /// Makes the first libcurl handle (and runs `curl_global_init` once per process); the others are
+    /// made when requests run at once. No connection is opened until the first request.
     ///
     /// Throws a `TransportError` of kind `.clientFailure` when libcurl cannot be set up.
     public init(configuration: Configuration = Configuration()) throws(TransportError) {
         self.configuration = configuration
+        idle = [try Self.makeHandle(method: "-", url: "-")]
+    }
+
+    private static func makeHandle(method: String, url: String) throws(TransportError) -> CurlEasy {
         do {
-            easy = try CurlEasy()
+            return try CurlEasy()
         } catch {
             throw TransportError(
-                kind: .clientFailure, curlCode: Int(error.code.rawValue), message: error.message, method: "-",
-                url: "-")
+                kind: .clientFailure, curlCode: Int(error.code.rawValue), message: error.message, method: method,
+                url: url)
         }
+    }
+
+    /// The handle freed last, a new one while fewer than `maxConcurrentRequests` exist, or, when
+    /// that many are in use, the first one put back.
+    private func takeHandle(method: String, url: URL) throws(TransportError) -> CurlEasy {
+        pool.lock()
+        defer { pool.unlock() }
+        while idle.isEmpty {
+            guard handleCount >= max(1, configuration.maxConcurrentRequests) else {
+                handleCount += 1
+                do {
+                    return try Self.makeHandle(method: method, url: TransportError.redacted(url))
+                } catch {
+                    handleCount -= 1
+                    throw error
+                }
+            }
+            pool.wait()
+        }
+        return idle.removeLast()
+    }
+
+    private func putBack(_ easy: CurlEasy) {
+        pool.withLock { idle.append(easy) }
+        pool.signal()
     }
 
     /// Sends `request` and waits for the whole response, on the calling thread.
@@ -87,21 +122,21 @@ public final class HTTPClient: @unchecked Sendable {
             body = compressed
             headers["Content-Encoding"] = "gzip"
         }
-        lock.lock()
-        defer { lock.unlock() }
-        return try perform(method: method, url: url, headers: headers, body: body)
+        let easy = try takeHandle(method: method, url: url)
+        defer { putBack(easy) }
+        return try perform(on: easy, method: method, url: url, headers: headers, body: body)
     }
 
-    /// One transfer on the handle; the caller holds `lock`.
-    private func perform(method: String, url: URL, headers: HTTPClientHeaders, body: Data) throws(TransportError)
-        -> HTTPClientResponse
-    {
+    /// One transfer on `easy`, which the calling thread holds.
+    private func perform(
+        on easy: CurlEasy, method: String, url: URL, headers: HTTPClientHeaders, body: Data
+    ) throws(TransportError) -> HTTPClientResponse {
         let collector = TransferCollector(limit: configuration.maxResponseBytes)
         let list = CurlHeaderList()
         // CURLOPT_POSTFIELDS is not copied by libcurl: the whole transfer runs inside withUnsafeBytes.
         let outcome = body.withUnsafeBytes { bytes -> Result<CURLcode, CurlSetupFailure> in
             do throws(CurlSetupFailure) {
-                try configure(method: method, url: url, headers: headers, body: bytes, list: list)
+                try configure(easy, method: method, url: url, headers: headers, body: bytes, list: list)
                 try easy.set(.writeFunction, collectBody)
                 try easy.set(.headerFunction, collectHeader)
                 let context = Unmanaged.passUnretained(collector).toOpaque()
@@ -148,7 +183,8 @@ public final class HTTPClient: @unchecked Sendable {
     /// Every option of one transfer, from libcurl's defaults (`curl_easy_reset`): nothing set for an
     /// earlier request can leak into this one.
     private func configure(
-        method: String, url: URL, headers: HTTPClientHeaders, body: UnsafeRawBufferPointer, list: CurlHeaderList
+        _ easy: CurlEasy, method: String, url: URL, headers: HTTPClientHeaders, body: UnsafeRawBufferPointer,
+        list: CurlHeaderList
     ) throws(CurlSetupFailure) {
         try easy.reset()
         // No signals: libcurl may then be used from any thread (https://curl.se/libcurl/c/CURLOPT_NOSIGNAL.html).
@@ -174,11 +210,13 @@ public final class HTTPClient: @unchecked Sendable {
         if let caFile = configuration.caFile {
             try easy.set(.caInfo, caFile)
         }
-        try setMethod(method, body: body)
-        try setHeaders(headers, hasBody: !body.isEmpty || method == "POST", list: list)
+        try setMethod(method, body: body, on: easy)
+        try setHeaders(headers, hasBody: !body.isEmpty || method == "POST", list: list, on: easy)
     }
 
-    private func setMethod(_ method: String, body: UnsafeRawBufferPointer) throws(CurlSetupFailure) {
+    private func setMethod(_ method: String, body: UnsafeRawBufferPointer, on easy: CurlEasy)
+        throws(CurlSetupFailure)
+    {
         if method == "GET" && body.isEmpty {
             try easy.set(.httpGet, 1)
             return
@@ -202,7 +240,7 @@ public final class HTTPClient: @unchecked Sendable {
         }
     }
 
-    private func setHeaders(_ headers: HTTPClientHeaders, hasBody: Bool, list: CurlHeaderList)
+    private func setHeaders(_ headers: HTTPClientHeaders, hasBody: Bool, list: CurlHeaderList, on easy: CurlEasy)
         throws(CurlSetupFailure)
     {
         var lines: [String] = []

@@ -386,13 +386,13 @@ public struct CanonicalJSONWriter: Sendable {
         append(UInt8(ascii: "}"))
     }
 
-    /// A push, its members in sorted order: changes, protocolVersion, schemaVersion, site. A
-    /// client writes its pushes with it: through `Encodable`, encoding a push cost a client more
-    /// than reading its changes from the log.
+    /// A push, its members in sorted order: after (when set), changes, protocolVersion,
+    /// schemaVersion, site. A client writes its pushes with it: through `Encodable`, encoding a push
+    /// cost a client more than reading its changes from the log.
     public mutating func write(_ request: PushRequest) throws {
         try writePush(
             protocolVersion: request.protocolVersion, schemaVersion: request.schemaVersion, site: request.site,
-            changeCount: request.changes.count
+            after: request.after, changeCount: request.changes.count
         ) { writer, index in try writer.write(request.changes[index]) }
     }
 
@@ -400,11 +400,17 @@ public struct CanonicalJSONWriter: Sendable {
     /// ``writeChange(clock:columns:key:op:seq:site:table:)``): the bytes ``write(_:)-(PushRequest)``
     /// writes for a request of those changes.
     public mutating func writePush(
-        protocolVersion: Int, schemaVersion: SchemaVersion, site: SiteID, changeCount: Int,
+        protocolVersion: Int, schemaVersion: SchemaVersion, site: SiteID, after: Int64? = nil, changeCount: Int,
         change: (inout CanonicalJSONWriter, Int) throws -> Void
     ) throws {
         makeUnique()
-        raw(#"{"changes":["#)
+        if let after {
+            raw(#"{"after":"#)
+            integer(after)
+            raw(#","changes":["#)
+        } else {
+            raw(#"{"changes":["#)
+        }
         for index in 0..<changeCount {
             if index > 0 { append(UInt8(ascii: ",")) }
             try change(&self, index)

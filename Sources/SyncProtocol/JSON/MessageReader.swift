@@ -111,8 +111,12 @@ package struct MessageReader {
         var schemaVersion: SchemaVersion?
         var site: SiteID?
         var changes: [Change]?
+        var after: Int64?
         let complete = object { reader, name in
-            if reader.matches(name, "protocolVersion"), protocolVersion == nil {
+            if reader.matches(name, "after"), after == nil {
+                after = reader.integer()
+                return after != nil
+            } else if reader.matches(name, "protocolVersion"), protocolVersion == nil {
                 protocolVersion = reader.integer().flatMap { Int(exactly: $0) }
                 return protocolVersion != nil
             } else if reader.matches(name, "schemaVersion"), schemaVersion == nil {
@@ -131,7 +135,8 @@ package struct MessageReader {
         guard complete, offset == bytes.count, let protocolVersion, let schemaVersion, let site, let changes else {
             return nil
         }
-        return PushRequest(protocolVersion: protocolVersion, schemaVersion: schemaVersion, site: site, changes: changes)
+        return PushRequest(
+            protocolVersion: protocolVersion, schemaVersion: schemaVersion, site: site, changes: changes, after: after)
     }
 
     private mutating func pullPage() -> PullResponse? {

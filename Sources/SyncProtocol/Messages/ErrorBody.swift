@@ -65,6 +65,10 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case upgradeRequired = "upgrade_required"
     /// Another client announced the same schema version with a different fingerprint.
     case schemaConflict = "schema_conflict"
+    /// A push's ``PushRequest/after`` names a change of its site the server has not stored, and it
+    /// did not arrive within the server's wait: nothing of the push is stored. The client pushes
+    /// again from its oldest unacknowledged change.
+    case previousPushMissing = "previous_push_missing"
     /// Too many requests from this token or address; retry after `Retry-After` seconds.
     case rateLimited = "rate_limited"
     /// The server cannot serve now (storage unreachable, shutting down); retry after `Retry-After`.
@@ -83,7 +87,7 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
         case .forbidden, .readOnlyToken: 403
         case .notFound: 404
         case .methodNotAllowed: 405
-        case .upgradeRequired, .schemaConflict: 409
+        case .upgradeRequired, .schemaConflict, .previousPushMissing: 409
         case .rateLimited: 429
         case .unavailable: 503
         case .internalError: 500

@@ -2,8 +2,9 @@ import CMicroHTTPD
 import Foundation
 import Synchronization
 
-/// What an `HTTPServer` calls for each complete request, on one of libmicrohttpd's worker threads
-/// (never on an actor, several at once). It must not call the server's `stop()`.
+/// What an `HTTPServer` calls for each complete request, on one of libmicrohttpd's polling threads or,
+/// for the requests `Configuration.runsOffPollingThread` picks, on a thread of the server's own
+/// (``HandlerThreads``); never on an actor, several at once. It must not call the server's `stop()`.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
 /// An HTTP/1.1 server over libmicrohttpd: it owns one `MHD_Daemon`, calls a handler for each request
@@ -118,6 +119,11 @@ public final class HTTPServer: Sendable {
                 }
                 usleep(2_000)
             }
+            // A connection is suspended while its handler runs, and libmicrohttpd must not stop with
+            // one suspended: the handlers still running are waited for, as MHD_stop_daemon itself
+            // waits for handlers running on its threads (where those of requests completed from
+            // here on run).
+            context.closeDispatch()
             running.stop()
             daemon = nil
             return drained

@@ -33,7 +33,9 @@ final class MHDDaemon {
         let tlsKey = tls.flatMap { strdup($0.key) }
         let tlsCertificate = tls.flatMap { strdup($0.certificate) }
 
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_ITC.rawValue
+        // Suspend and resume: handlers run on threads of their own (ServerContext.access).
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_ITC.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         flags |= MHD_is_feature_supported(.FEATURE_EPOLL) == .YES ? MHD_USE_EPOLL.rawValue : MHD_USE_POLL.rawValue
         if socketAddress.isIPv6 {
             flags |= MHD_USE_IPv6.rawValue

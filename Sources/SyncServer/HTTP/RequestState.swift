@@ -22,6 +22,8 @@ final class RequestState {
     private var inflater: GzipInflater?
     /// The answer decided before the handler ran: once set, further body bytes are counted and dropped.
     private(set) var refusal: HTTPResponse?
+    /// Set when the handler is handed the request, so it runs once.
+    var answer: HandlerAnswer?
 
     init(
         method: String, path: String, queryItems: [URLQueryItem], headers: HTTPHeaders, remoteAddress: String,

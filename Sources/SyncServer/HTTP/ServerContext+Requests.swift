@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Synchronization
 
 /// The thread-specific marker set while a handler runs, so `stop()` called from a handler (which would
 /// wait for itself) is caught.
@@ -17,8 +18,15 @@ extension ServerContext {
     /// 2. with `*uploadDataSize > 0` for each piece of body: counted and kept (or dropped once refused);
     ///    a response cannot be queued in this call (0.9.75 refuses it), so a refusal decided here waits for
     ///    the body's end, and a client that sends on far past the limit has its connection closed;
-    /// 3. with `*uploadDataSize == 0` when the body is complete: the handler runs and its response is
-    ///    queued.
+    /// 3. with `*uploadDataSize == 0` when the body is complete: the handler runs here and its
+    ///    response is queued, except for a request the configuration's `runsOffPollingThread` picks:
+    ///    its connection is suspended (`MHD_suspend_connection`) and the handler runs on one of
+    ///    ``HandlerThreads``, which keeps its response and resumes the connection
+    ///    (`MHD_resume_connection`, safe from any thread), so a handler that blocks holds up no other
+    ///    connection;
+    /// 4. once more when the connection is resumed: the response is queued, on the polling thread,
+    ///    where nothing else touches the connection meanwhile (the handler's thread calls nothing of
+    ///    libmicrohttpd's but the resume).
     func access(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
@@ -48,15 +56,42 @@ extension ServerContext {
             // MHD_NO closes the connection: the client went on sending far past a refusal.
             return keepReading ? .YES : .NO
         }
+        if let answer = state.answer {
+            // Resumed by the handler's thread, which left the response here; queued once.
+            switch answer.take() {
+            case .response(let response): return queue(response, for: state, on: connection)
+            case .alreadyQueued: return .YES
+            case .missing: return .NO
+            }
+        }
         switch state.complete() {
         case .success(let request):
-            pthread_setspecific(handlerThreadKey, UnsafeRawPointer(bitPattern: 1))
-            let response = handler(request)
-            pthread_setspecific(handlerThreadKey, nil)
-            return queue(response, for: state, on: connection)
+            guard runsOffPollingThread(request), beginDispatch() else {
+                // A request that waits for no other, or the server is stopping: run here (where
+                // MHD_stop_daemon waits for it).
+                return queue(respond(to: request), for: state, on: connection)
+            }
+            let answer = HandlerAnswer()
+            state.answer = answer
+            let suspended = SuspendedConnection(connection: connection)
+            MHD_suspend_connection(connection)
+            handlerThreads.run { [self] in
+                let response = respond(to: request)
+                answer.leave(response)
+                MHD_resume_connection(suspended.connection)
+                endDispatch()
+            }
+            return .YES
         case .failure(let refused):
             return queue(refused.response, for: state, on: connection)
         }
+    }
+
+    /// The handler's response, with the thread marked as a handler's while it runs.
+    private func respond(to request: HTTPRequest) -> HTTPResponse {
+        pthread_setspecific(handlerThreadKey, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(handlerThreadKey, nil) }
+        return handler(request)
     }
 
     /// `MHD_OPTION_NOTIFY_COMPLETED`: releases the request's state.
@@ -154,4 +189,41 @@ extension ServerContext {
             return String(cString: buffer.baseAddress!)
         }
     }
+}
+
+/// The handler's response, left by its thread for the polling thread to queue once the connection
+/// is resumed.
+final class HandlerAnswer: Sendable {
+    enum Taken {
+        case response(HTTPResponse)
+        /// Taken by an earlier call.
+        case alreadyQueued
+        /// Not left: never once the connection is resumed (the handler's thread leaves it first).
+        case missing
+    }
+
+    private let state = Mutex<(response: HTTPResponse?, taken: Bool)>((nil, false))
+
+    func leave(_ response: HTTPResponse) {
+        state.withLock { $0.response = response }
+    }
+
+    func take() -> Taken {
+        state.withLock { state in
+            if state.taken { return .alreadyQueued }
+            guard let response = state.response else { return .missing }
+            state = (nil, true)
+            return .response(response)
+        }
+    }
+}
+
+/// A connection suspended while its handler runs on another thread.
+///
+/// `@unchecked Sendable`: the pointer is used on that thread only for `MHD_resume_connection`, which
+/// the manual declares safe "at any time" on a suspended connection; libmicrohttpd keeps the
+/// connection alive while it is suspended (and the server does not stop until every handler has
+/// resumed its connection).
+struct SuspendedConnection: @unchecked Sendable {
+    let connection: OpaquePointer
 }

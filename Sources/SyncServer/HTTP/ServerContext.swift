@@ -5,9 +5,11 @@ import Synchronization
 /// (`Unmanaged.passUnretained`; the `HTTPServer` keeps it alive until `MHD_stop_daemon` has returned).
 ///
 /// `Sendable` without `@unchecked`: its stored properties are immutable `Sendable` values, atomics and a
-/// mutex, because the callbacks run on libmicrohttpd's worker threads, several at once.
+/// mutex, because the callbacks run on libmicrohttpd's worker threads, and handlers on threads of their
+/// own, several at once.
 final class ServerContext: Sendable {
     let handler: HTTPHandler
+    let runsOffPollingThread: @Sendable (HTTPRequest) -> Bool
     let maxBodyBytes: Int
     let compressionThreshold: Int
     private let logSink: (@Sendable (String) -> Void)?
@@ -17,14 +19,48 @@ final class ServerContext: Sendable {
     let requestsInFlight = Atomic<Int>(0)
     /// Set when `stop()` begins: responses then carry `Connection: close`.
     let isStopping = Atomic<Bool>(false)
+    /// Where handlers run, their connections suspended meanwhile, as many at once as there are
+    /// polling threads: see ``HandlerThreads``.
+    let handlerThreads: HandlerThreads
+    /// Handlers running on ``handlerThreads``, each with its connection suspended until it has
+    /// queued the answer and resumed the connection, and whether more may start there: libmicrohttpd
+    /// forbids `MHD_stop_daemon` with a connection suspended, so `stop` closes this first and waits
+    /// for them; a request completed after that runs its handler on the polling thread, which
+    /// `MHD_stop_daemon` joins.
+    private let dispatched = Mutex<(running: Int, isClosed: Bool)>((0, false))
     /// libmicrohttpd's log while the daemon starts, to explain a failure; `nil` once started.
     private let startupLog = Mutex<[String]?>([])
 
     init(configuration: HTTPServer.Configuration, handler: @escaping HTTPHandler) {
         self.handler = handler
+        runsOffPollingThread = configuration.runsOffPollingThread
+        handlerThreads = HandlerThreads(limit: configuration.threads)
         maxBodyBytes = configuration.maxBodyBytes
         compressionThreshold = configuration.compressionThreshold
         logSink = configuration.log
+    }
+
+    /// Counts a handler about to run on ``handlerThreads``; false once ``closeDispatch()`` has begun.
+    func beginDispatch() -> Bool {
+        dispatched.withLock { state in
+            guard !state.isClosed else { return false }
+            state.running += 1
+            return true
+        }
+    }
+
+    /// A handler of ``beginDispatch()`` has resumed its connection.
+    func endDispatch() {
+        dispatched.withLock { $0.running -= 1 }
+    }
+
+    /// Lets no more handlers start on ``handlerThreads`` and waits for those running to resume
+    /// their connections.
+    func closeDispatch() {
+        dispatched.withLock { $0.isClosed = true }
+        while dispatched.withLock({ $0.running }) > 0 {
+            usleep(2_000)
+        }
     }
 
     /// One line of libmicrohttpd's log.

@@ -294,6 +294,20 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
+    /// Asks again after each group commit (``GroupCommit/wait(until:for:)``): pushes reach this
+    /// file only through this object's commits.
+    public func waitForHighWater(
+        _ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant
+    ) throws(ServerError) -> Bool {
+        do {
+            return try commits.wait(until: deadline) { try datasetState(dataset, site: site).siteHighWater >= seq }
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(.storage, "waiting for a push of dataset \(dataset): \(error)")
+        }
+    }
+
     /// Gives every dataset (or those named) a new incarnation, so every pull cursor issued before is
     /// refused and its device downloads the dataset again: what `ostore-server restore` does once a
     /// backup is in place. Returns how many datasets were renewed.

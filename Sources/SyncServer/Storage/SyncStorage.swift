@@ -62,12 +62,37 @@ public protocol SyncStorage: Sendable {
     /// let stillTheSameLog = try storage.logChain(dataset: "family", serial: 42) == chainSeenBefore
     /// ```
     func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64?
+    /// Waits until `site`'s high-water mark in `dataset` is at least `seq` or `deadline` passes,
+    /// outside any transaction, and returns whether it is: a push naming the batch before it
+    /// (``PushRequest/after``) is stored only after that batch. The default asks
+    /// ``datasetState(_:site:)`` again after a pause growing from 1 to 20 ms, which sees the
+    /// commits of every server sharing the storage; a storage that knows when its own commits land
+    /// wakes at once.
+    ///
+    /// ```swift
+    /// let ready = try storage.waitForHighWater(46, site: site, dataset: "family", until: .now + .seconds(3))
+    /// ```
+    func waitForHighWater(_ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant)
+        throws(ServerError) -> Bool
 }
 
 extension SyncStorage {
     /// A storage that keeps no fingerprints: its cursors carry none (``DatasetState/lastChain`` and
     /// ``LogPage/nextChain`` nil), and are checked by incarnation and newest serial alone.
     public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? { nil }
+
+    public func waitForHighWater(
+        _ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant
+    ) throws(ServerError) -> Bool {
+        var pause = Duration.milliseconds(1)
+        while try datasetState(dataset, site: site).siteHighWater < seq {
+            let now = ContinuousClock.now
+            guard now < deadline else { return false }
+            Thread.sleep(forTimeInterval: min(pause, deadline - now).inSeconds)
+            pause = min(pause * 2, .milliseconds(20))
+        }
+        return true
+    }
 
     /// The protocol's `storeBatch` of a ``BatchJSON``, with the changes' canonical JSON written
     /// here.

@@ -1,0 +1,254 @@
+import Foundation
+import OfflineStore
+import SyncProtocol
+import TestSupport
+import Testing
+
+@testable import SyncServer
+
+/// A push naming the batch before it (`after`) is stored only after that batch, on both storages:
+/// stored first, it would raise the site's high-water mark past the earlier batch, whose changes
+/// would then be skipped as already stored. Protocol/README.md, section 9.2.
+@Suite("Reference server: pushes kept in order by after")
+struct PushOrderTests {
+    private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
+    private let reader = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+
+    /// A service over a storage of `backend` in `directory` with the dataset `family`, and a
+    /// read-write token of it.
+    private static func service(
+        _ backend: StorageBackend, in directory: TemporaryDirectory, pushOrderWait: Duration
+    ) throws -> (SyncService, token: String) {
+        let (storage, _) = try LogChainTests.open(backend, in: directory)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        return (SyncService(storage: storage, pushOrderWait: pushOrderWait), token)
+    }
+
+    /// A push of this test's site inserting one note per seq.
+    private func pushBody(_ seqs: ClosedRange<Int64>, after: Int64? = nil, protocolVersion: Int = 2) throws -> Data {
+        let changes = seqs.map { seq in
+            Change(
+                table: "notes", key: ["id": .text("n\(seq)")], op: .insert,
+                columns: ["id": .text("n\(seq)"), "title": .text("t")],
+                clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
+        }
+        return try ProtocolJSON.encode(
+            PushRequest(
+                protocolVersion: protocolVersion, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes,
+                after: after))
+    }
+
+    private func push(
+        _ seqs: ClosedRange<Int64>, after: Int64? = nil, to service: SyncService, token: String
+    ) throws -> HTTPResponse {
+        let body = try pushBody(seqs, after: after)
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        return service.handle(
+            HTTPRequest(method: "POST", path: "/v1/datasets/family/push", headers: headers, body: body))
+    }
+
+    /// The seqs of `site`'s changes in the log, in log order (pulled from its start by another site).
+    private func pulledSeqs(_ service: SyncService, token: String) throws -> [Int64] {
+        let start = PullCursor.log(
+            0, dataset: "family", incarnation: try service.storage.datasetState("family", site: reader).incarnation,
+            chain: nil)
+        let answer = try service.pull(family: token, cursor: start.encoded, site: reader, limit: 1_000)
+        #expect(answer.status.rawValue == 200)
+        return try JSONDecoder().decode(PullResponse.self, from: answer.body).changes.map(\.seq)
+    }
+
+    private func answer(_ response: HTTPResponse) throws -> PushResponse {
+        try JSONDecoder().decode(PushResponse.self, from: response.body)
+    }
+
+    private func errorCode(_ response: HTTPResponse) -> ErrorCode? {
+        (try? JSONDecoder().decode(ErrorBody.self, from: response.body))?.error.code
+    }
+
+    @Test(arguments: StorageBackend.allCases)
+    func aPushArrivingBeforeTheBatchItFollowsWaitsAndIsStoredAfterIt(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(backend, in: directory, pushOrderWait: .seconds(30))
+        let storage = service.storage
+        let second = Locked<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let sent = Locked(false)
+        let selfCopy = self
+        // A thread of its own, started at once (a shared queue may start it late, after the first).
+        Thread {
+            sent.value = true
+            second.value = try? selfCopy.push(6...10, after: 5, to: service, token: token)
+            done.signal()
+        }.start()
+        // Held: nothing of it is stored while the batch it follows has not come.
+        #expect(done.wait(timeout: .now() + 0.5) == .timedOut)
+        #expect(sent.value)
+        #expect(try storage.datasetState("family", site: site).siteHighWater == 0)
+
+        #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let stored = try #require(second.value)
+        #expect(stored.status.rawValue == 200)
+        #expect(try answer(stored).acknowledgedThrough == 10)
+        #expect(try pulledSeqs(service, token: token) == Array(1...10))
+    }
+
+    @Test(arguments: StorageBackend.allCases)
+    func aPushWhoseBatchBeforeNeverComesIsRefusedAndStoresNothing(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(backend, in: directory, pushOrderWait: .milliseconds(200))
+        let storage = service.storage
+        let started = ContinuousClock.now
+        let refused = try push(6...10, after: 5, to: service, token: token)
+        #expect(ContinuousClock.now - started >= .milliseconds(200))
+        #expect(refused.status.rawValue == 409 && errorCode(refused) == .previousPushMissing)
+        #expect(try storage.datasetState("family", site: site).siteHighWater == 0)
+        #expect(try storage.datasetState("family", site: site).lastSerial == 0)
+
+        // Sent again once the batch before is stored: taken at once.
+        #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
+        #expect(try answer(push(6...10, after: 5, to: service, token: token)).acknowledgedThrough == 10)
+        #expect(try pulledSeqs(service, token: token) == Array(1...10))
+    }
+
+    /// Over HTTP, with one libmicrohttpd polling thread: the waiting push must not hold up the
+    /// thread that reads the batch it waits for (handlers run on threads of their own, the
+    /// connection suspended meanwhile). Run on a polling thread, it would wait out its time and be
+    /// refused, whichever connection came first.
+    @Test(arguments: StorageBackend.allCases)
+    func aWaitingPushHoldsUpNoOtherConnection(_ backend: StorageBackend) throws {
+        let server = try LiveServer(backend: backend, arguments: ["--threads", "1"])
+        let token = try makeDataset(server, "family")
+        let path = "/v1/datasets/family/push"
+        // The second batch goes out first and is left waiting on the server...
+        let waiting = try RawHTTPConnection(port: server.port)
+        try waiting.sendRequest(
+            "POST", path, headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+            body: try pushBody(6...10, after: 5))
+        Thread.sleep(forTimeInterval: 0.5)
+        // ...while the first is read, stored and answered on the same polling thread.
+        let first = try server.request("POST", path, token: token, json: try pushBody(1...5))
+        #expect(first.status == 200)
+        let stored = try waiting.readResponse(timeout: .seconds(30))
+        #expect(stored.status == 200, "\(stored.text)")
+        #expect(try JSONDecoder().decode(PushResponse.self, from: stored.body).acknowledgedThrough == 10)
+        // Stored in order: the log, read from its start by another site, holds 1…10.
+        let storage = try server.storage()
+        let start = PullCursor.log(
+            0, dataset: "family", incarnation: try storage.datasetState("family", site: reader).incarnation, chain: nil)
+        let log = try server.post(
+            "pull", dataset: "family", token: token,
+            PullRequest(
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: reader, cursor: start.encoded,
+                limit: 100), as: PullResponse.self)
+        #expect(log.changes.map(\.seq) == Array(1...10))
+    }
+
+    /// `after` is protocol version 2: a server of version 1 would ignore it, so a push naming
+    /// version 1 with it is refused, not stored in whatever order.
+    @Test func afterInAPushOfVersionOneIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        _ = try push(1...5, to: service, token: token)
+        let refused = service.handle(
+            HTTPRequest(
+                method: "POST", path: "/v1/datasets/family/push", headers: headers,
+                body: try pushBody(6...10, after: 5, protocolVersion: 1)))
+        #expect(refused.status.rawValue == 400 && errorCode(refused) == .invalidMessage)
+        #expect(try service.storage.datasetState("family", site: site).siteHighWater == 5)
+    }
+
+    /// `after` names a change before the batch: at or past its first seq, or negative, the push is
+    /// malformed and refused at once.
+    @Test func anAfterThatIsNotBeforeTheBatchIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
+        let storage = service.storage
+        for after: Int64 in [6, 7, -1] {
+            let refused = try push(6...10, after: after, to: service, token: token)
+            #expect(refused.status.rawValue == 400 && errorCode(refused) == .invalidMessage, "after \(after)")
+        }
+        #expect(try storage.datasetState("family", site: site).lastSerial == 0)
+    }
+
+    /// A push replayed after both batches were stored (its answer was lost) waits for nothing and
+    /// stores nothing twice.
+    @Test func aReplayedPushWithAfterStoresNothingTwice() throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
+        _ = try push(1...5, to: service, token: token)
+        _ = try push(6...10, after: 5, to: service, token: token)
+        #expect(try answer(push(6...10, after: 5, to: service, token: token)).acknowledgedThrough == 10)
+        #expect(try pulledSeqs(service, token: token) == Array(1...10))
+    }
+
+    /// Pushes naming the batch they follow, and only they, run apart from the polling threads in
+    /// `ostore-server`: they may wait for it.
+    @Test func onlyPushesNamingTheBatchBeforeMayWaitForAnotherRequest() throws {
+        let directory = try TemporaryDirectory()
+        let (storage, _) = try LogChainTests.open(.sqlite, in: directory)
+        let service = SyncService(storage: storage)
+        func request(_ method: String, _ path: String, _ body: Data) -> HTTPRequest {
+            HTTPRequest(method: method, path: path, headers: HTTPHeaders(), body: body)
+        }
+        let following = try pushBody(6...10, after: 5)
+        #expect(service.mayWaitForAnotherRequest(request("POST", "/v1/datasets/family/push", following)))
+        for (method, path, body) in [
+            ("POST", "/v1/datasets/family/push", try pushBody(1...5)),
+            ("POST", "/v1/datasets/family/pull", following), ("POST", "/v1/datasets/family/hello", following),
+            ("GET", "/healthz", Data()), ("GET", "/v1/datasets/family/push", following),
+        ] {
+            #expect(!service.mayWaitForAnotherRequest(request(method, path, body)), "\(method) \(path)")
+        }
+    }
+
+    /// The hello states how many pushes a client may have in flight.
+    @Test func theHelloChoosesVersionTwoAndAnnouncesPushesInFlight() throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(2))
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        func hello(_ versions: [Int]) throws -> HelloResponse {
+            let body = try ProtocolJSON.encode(
+                HelloRequest(
+                    protocolVersions: versions, site: site,
+                    schema: SchemaDescription(version: SchemaVersion(1, 0), fingerprint: "f", tables: [:])))
+            let answer = service.handle(
+                HTTPRequest(method: "POST", path: "/v1/datasets/family/hello", headers: headers, body: body))
+            return try JSONDecoder().decode(HelloResponse.self, from: answer.body)
+        }
+        let current = try hello([1, 2])
+        #expect(current.protocolVersion == 2 && current.limits.pushesInFlight == 2)
+        // A client of version 1 alone (before `after`) is served in version 1.
+        #expect(try hello([1]).protocolVersion == 1)
+    }
+
+    /// A site has at most `maxPushesInFlight - 1` pushes waiting (its engine never more): one more
+    /// is refused at once, without holding a thread for the wait.
+    @Test func aSecondWaitingPushOfOneSiteIsRefusedAtOnce() throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
+        let first = Locked<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let selfCopy = self
+        Thread {
+            first.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
+            done.signal()
+        }.start()
+        #expect(done.wait(timeout: .now() + 0.5) == .timedOut)
+        let second = try push(6...10, after: 5, to: service, token: token)
+        #expect(second.status.rawValue == 409 && errorCode(second) == .previousPushMissing)
+        _ = try push(1...5, to: service, token: token)
+        _ = try push(6...10, after: 5, to: service, token: token)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(first.value?.status.rawValue == 200)
+        #expect(try pulledSeqs(service, token: token) == Array(1...15))
+    }
+}
