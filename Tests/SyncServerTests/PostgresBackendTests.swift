@@ -168,14 +168,16 @@ struct PostgresBackendTests {
             PushRequest(protocolVersion: 1, schemaVersion: alice.schema.version, site: alice.site, changes: batch))
         let answer = Locked<RawHTTPResponse?>(nil)
         let answered = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        // A thread of its own: under the whole suite's load a shared queue started this request
+        // more than 10 s late once (CI), and the lock below was never waited on in time.
+        Thread {
             answer.value = try? server.request("POST", "/v1/datasets/family/push", token: token, json: body)
             answered.signal()
-        }
+        }.start()
         let watcher = try PostgresConnection(url: url)
         let waiting = PostgresStatement(
             "waitingOnALock", "SELECT count(*)::bigint FROM pg_stat_activity WHERE wait_event_type = 'Lock'", [])
-        #expect(eventually(timeout: .seconds(10)) { (try? watcher.execute(waiting).int64(row: 0, column: 0)) == 1 })
+        #expect(eventually(timeout: .seconds(30)) { (try? watcher.execute(waiting).int64(row: 0, column: 0)) == 1 })
 
         try cluster.stop()
         #expect(answered.wait(timeout: .now() + 30) == .success)

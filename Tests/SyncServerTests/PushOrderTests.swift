@@ -42,12 +42,16 @@ struct PushOrderTests {
     private func push(
         _ seqs: ClosedRange<Int64>, after: Int64? = nil, to service: SyncService, token: String
     ) throws -> HTTPResponse {
-        let body = try pushBody(seqs, after: after)
+        post("push", try pushBody(seqs, after: after), to: service, token: token)
+    }
+
+    /// `body` posted to the dataset's `endpoint` with the token, handled in-process.
+    private func post(_ endpoint: String, _ body: Data, to service: SyncService, token: String) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(token)")
         headers.add(name: "Content-Type", value: "application/json")
         return service.handle(
-            HTTPRequest(method: "POST", path: "/v1/datasets/family/push", headers: headers, body: body))
+            HTTPRequest(method: "POST", path: "/v1/datasets/family/\(endpoint)", headers: headers, body: body))
     }
 
     /// The seqs of `site`'s changes in the log, in log order (pulled from its start by another site).
@@ -152,14 +156,8 @@ struct PushOrderTests {
     @Test func afterInAPushOfVersionOneIsRefused() throws {
         let directory = try TemporaryDirectory()
         let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
-        var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
-        headers.add(name: "Content-Type", value: "application/json")
         _ = try push(1...5, to: service, token: token)
-        let refused = service.handle(
-            HTTPRequest(
-                method: "POST", path: "/v1/datasets/family/push", headers: headers,
-                body: try pushBody(6...10, after: 5, protocolVersion: 1)))
+        let refused = post("push", try pushBody(6...10, after: 5, protocolVersion: 1), to: service, token: token)
         #expect(refused.status.rawValue == 400 && errorCode(refused) == .invalidMessage)
         #expect(try service.storage.datasetState("family", site: site).siteHighWater == 5)
     }
@@ -212,17 +210,13 @@ struct PushOrderTests {
     @Test func theHelloChoosesVersionTwoAndAnnouncesPushesInFlight() throws {
         let directory = try TemporaryDirectory()
         let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(2))
-        var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
-        headers.add(name: "Content-Type", value: "application/json")
         func hello(_ versions: [Int]) throws -> HelloResponse {
             let body = try ProtocolJSON.encode(
                 HelloRequest(
                     protocolVersions: versions, site: site,
                     schema: SchemaDescription(version: SchemaVersion(1, 0), fingerprint: "f", tables: [:])))
-            let answer = service.handle(
-                HTTPRequest(method: "POST", path: "/v1/datasets/family/hello", headers: headers, body: body))
-            return try JSONDecoder().decode(HelloResponse.self, from: answer.body)
+            return try JSONDecoder().decode(
+                HelloResponse.self, from: post("hello", body, to: service, token: token).body)
         }
         let current = try hello([1, 2])
         #expect(current.protocolVersion == 2 && current.limits.pushesInFlight == 2)
