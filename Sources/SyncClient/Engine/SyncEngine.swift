@@ -267,6 +267,7 @@ public final class SyncEngine {
                 }
             }
         } catch {
+            // All told first, so none retries while an earlier one is waited for.
             for sent in inFlight { sent.answer.cancel() }
             for sent in inFlight { sent.answer.abandon() }
             throw error

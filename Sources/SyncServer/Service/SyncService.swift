@@ -254,11 +254,10 @@ public final class SyncService: Sendable {
             return true
         }
         guard admitted else {
-            throw ErrorBody(
-                .previousPushMissing,
-                "this push follows the change with seq \(after), and as many pushes of this site as the server holds "
-                    + "(or of all sites) are already waiting for the batches they follow; nothing of this push was "
-                    + "stored: push again from the oldest unacknowledged change")
+            throw Self.previousPushMissing(
+                after,
+                "as many pushes of this site as the server holds (or of all sites) are already waiting for the "
+                    + "batches they follow")
         }
         defer {
             waitingPushes.withLock { state in
@@ -275,12 +274,18 @@ public final class SyncService: Sendable {
                 try storage.waitForHighWater(after, site: push.site, dataset: dataset, until: deadline)
             })
         else {
-            throw ErrorBody(
-                .previousPushMissing,
-                "this push follows the change with seq \(after), which the server has not stored (the batch "
-                    + "holding it was refused or did not arrive within \(pushOrderWait)); nothing of this push "
-                    + "was stored: push again from the oldest unacknowledged change")
+            throw Self.previousPushMissing(
+                after,
+                "the server has not stored that change (the batch holding it was refused or did not arrive within "
+                    + "\(pushOrderWait))")
         }
+    }
+
+    private static func previousPushMissing(_ after: Int64, _ reason: String) -> ErrorBody {
+        ErrorBody(
+            .previousPushMissing,
+            "this push follows the change with seq \(after); \(reason); nothing of this push was stored: push again "
+                + "from the oldest unacknowledged change")
     }
 
     func pull(_ pull: PullRequest, dataset: String) throws -> HTTPResponse {
