@@ -101,14 +101,18 @@ struct PushesInFlightTests {
     }
 
     @Test func eachBatchNamesTheOneBeforeItAndTheLogKeepsTheirOrder() throws {
-        let dataset = try InProcessDataset(in: directory)
+        // A long wait: under load a batch may take seconds to store, and the one after it, refused
+        // then, would be sent again.
+        let dataset = try InProcessDataset(in: directory, pushOrderWait: .seconds(30))
         let transport = RecordingTransport(dataset.transport)
         let alice = try alice(transport, dataset)
         let queued = try queuedSeqs(alice)
         #expect(try alice.engine.sync().pushed == 21)
         // In the order sent (answers may come back in another).
         let pushes = transport.pushes.value.sorted { ($0.seqs.first ?? 0) < ($1.seqs.first ?? 0) }
-        #expect(pushes.map(\.seqs) == [Array(queued[0..<7]), Array(queued[7..<14]), Array(queued[14..<21])])
+        #expect(
+            pushes.map(\.seqs) == [Array(queued[0..<7]), Array(queued[7..<14]), Array(queued[14..<21])],
+            "answers: \(pushes.map { "\($0.status) \($0.errorCode ?? "")" })")
         // The first goes alone; each next one names the last change of the one before it, in
         // flight when it was sent.
         #expect(pushes.map(\.after) == [nil, queued[6], queued[13]])

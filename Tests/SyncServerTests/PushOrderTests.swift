@@ -224,6 +224,48 @@ struct PushOrderTests {
         #expect(try hello([1]).protocolVersion == 1)
     }
 
+    /// The batch a waiting push follows is stored and answered, and its client sends the next
+    /// batch before the waiting push's thread has woken: that one no longer counts as waiting, so
+    /// the next is taken, not refused as a second waiting push of the site (seen in CI under load
+    /// as one batch sent twice).
+    @Test func aPushWhoseBatchBeforeIsStoredNoLongerCountsAsWaiting() throws {
+        let directory = try TemporaryDirectory()
+        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
+        let storage = SlowWakingStorage(inner)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        let service = SyncService(storage: storage, pushOrderWait: .seconds(30))
+        let second = Locked<HTTPResponse?>(nil)
+        let secondDone = DispatchSemaphore(value: 0)
+        let selfCopy = self
+        Thread {
+            second.value = try? selfCopy.push(6...10, after: 5, to: service, token: token)
+            secondDone.signal()
+        }.start()
+        #expect(secondDone.wait(timeout: .now() + 0.5) == .timedOut)
+        #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
+        // The second push's wait has seen 5 stored, but its thread is held before it returns.
+        #expect(storage.satisfiedWaits.wait(timeout: .now() + 30) == .success)
+
+        let third = Locked<HTTPResponse?>(nil)
+        let thirdDone = DispatchSemaphore(value: 0)
+        Thread {
+            third.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
+            thirdDone.signal()
+        }.start()
+        // Taken and waiting for 10, not refused at once.
+        #expect(thirdDone.wait(timeout: .now() + 0.5) == .timedOut)
+        storage.wakes.signal()
+        storage.wakes.signal()
+        #expect(secondDone.wait(timeout: .now() + 30) == .success)
+        #expect(thirdDone.wait(timeout: .now() + 30) == .success)
+        #expect(second.value?.status.rawValue == 200)
+        #expect(
+            third.value?.status.rawValue == 200, "\(third.value.map { String(decoding: $0.body, as: UTF8.self) } ?? "")"
+        )
+        #expect(try pulledSeqs(service, token: token) == Array(1...15))
+    }
+
     /// A site has at most `maxPushesInFlight - 1` pushes waiting (its engine never more): one more
     /// is refused at once, without holding a thread for the wait.
     @Test func aSecondWaitingPushOfOneSiteIsRefusedAtOnce() throws {
@@ -244,5 +286,62 @@ struct PushOrderTests {
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(first.value?.status.rawValue == 200)
         #expect(try pulledSeqs(service, token: token) == Array(1...15))
+    }
+}
+
+/// A storage whose waits for a high-water mark, once it is reached, return only when ``wakes`` is
+/// signalled (as a thread not yet scheduled would): ``satisfiedWaits`` is signalled as each is
+/// reached. Everything else is `inner`'s.
+private final class SlowWakingStorage: SyncStorage {
+    let inner: any SyncStorage
+    let satisfiedWaits = DispatchSemaphore(value: 0)
+    let wakes = DispatchSemaphore(value: 0)
+
+    init(_ inner: any SyncStorage) { self.inner = inner }
+
+    func waitForHighWater(_ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant)
+        throws(ServerError) -> Bool
+    {
+        let reached = try inner.waitForHighWater(seq, site: site, dataset: dataset, until: deadline)
+        satisfiedWaits.signal()
+        _ = wakes.wait(timeout: .now() + 30)
+        return reached
+    }
+
+    func createDataset(named name: String) throws(ServerError) { try inner.createDataset(named: name) }
+    func datasets() throws(ServerError) -> [DatasetSummary] { try inner.datasets() }
+    func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+        try inner.createToken(dataset: dataset, readOnly: readOnly)
+    }
+    func revokeToken(id: String) throws(ServerError) { try inner.revokeToken(id: id) }
+    func tokens() throws(ServerError) -> [TokenSummary] { try inner.tokens() }
+    func checkHealth() throws(ServerError) { try inner.checkHealth() }
+    func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant? {
+        try inner.grant(forTokenDigest: digest)
+    }
+    func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
+        try inner.schemaVersion(of: dataset)
+    }
+    func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
+        try inner.recordSchema(schema, dataset: dataset, mayMoveDataset: mayMoveDataset)
+    }
+    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String) throws -> Int64 {
+        try inner.storeBatch(batch, site: site, clientSchema: clientSchema, dataset: dataset)
+    }
+    func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+        -> LogPage
+    {
+        try inner.readLog(dataset: dataset, after: serial, excluding: site, limit: limit)
+    }
+    func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
+        -> SnapshotPage
+    {
+        try inner.readSnapshot(dataset: dataset, after: position, limit: limit)
+    }
+    func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
+        try inner.datasetState(dataset, site: site)
+    }
+    func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? {
+        try inner.logChain(dataset: dataset, serial: serial)
     }
 }

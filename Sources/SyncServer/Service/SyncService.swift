@@ -18,10 +18,11 @@ public final class SyncService: Sendable {
     /// How long a push waits for the batch it follows (``PushRequest/after``) before it is
     /// answered `409 previous_push_missing`. The wait holds the request's worker thread.
     let pushOrderWait: Duration
-    /// Pushes waiting for the batch they follow, per dataset and site and in all. Each holds a
-    /// thread for up to ``pushOrderWait``, so they are bounded: a client has at most
-    /// `maxPushesInFlight - 1` waiting, and a server at most ``maximumWaitingPushes``.
-    private let waitingPushes = LockedState<(bySite: [WaitingSite: Int], total: Int)>(([:], 0))
+    /// Pushes waiting for the batch they follow (the `after` each waits for), per dataset and site,
+    /// and how many in all. Each holds a thread for up to ``pushOrderWait``, so they are bounded: a
+    /// client has at most `maxPushesInFlight - 1` waiting, and a server at most
+    /// ``maximumWaitingPushes``.
+    private let waitingPushes = LockedState<(bySite: [WaitingSite: [Int64]], total: Int)>(([:], 0))
     static let maximumWaitingPushes = 64
 
     private struct WaitingSite: Hashable {
@@ -243,14 +244,17 @@ public final class SyncService: Sendable {
                     + "0 or more and below the first change's seq")
         }
         // Most pushes find the batch before stored already: they take no place among the waiting.
-        if try storage.datasetState(dataset, site: push.site).siteHighWater >= after { return }
+        let highWater = try storage.datasetState(dataset, site: push.site).siteHighWater
+        if highWater >= after { return }
         let waiting = WaitingSite(dataset: dataset, site: push.site)
         let admitted = waitingPushes.withLock { state in
-            guard state.total < Self.maximumWaitingPushes,
-                state.bySite[waiting, default: 0] < max(1, limits.pushesInFlight - 1)
+            // A push whose batch before is stored no longer waits, though its thread may not have
+            // woken yet: its client, answered the batch before, may send the next one meanwhile.
+            let stillWaiting = state.bySite[waiting, default: []].count { $0 > highWater }
+            guard state.total < Self.maximumWaitingPushes, stillWaiting < max(1, limits.pushesInFlight - 1)
             else { return false }
             state.total += 1
-            state.bySite[waiting, default: 0] += 1
+            state.bySite[waiting, default: []].append(after)
             return true
         }
         guard admitted else {
@@ -262,8 +266,10 @@ public final class SyncService: Sendable {
         defer {
             waitingPushes.withLock { state in
                 state.total -= 1
-                state.bySite[waiting, default: 1] -= 1
-                if state.bySite[waiting] == 0 { state.bySite[waiting] = nil }
+                if let index = state.bySite[waiting]?.firstIndex(of: after) {
+                    state.bySite[waiting]?.remove(at: index)
+                }
+                if state.bySite[waiting]?.isEmpty == true { state.bySite[waiting] = nil }
             }
         }
         // Lends this handler's place to another request meanwhile: the batch waited for may be
