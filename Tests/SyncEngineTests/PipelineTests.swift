@@ -16,6 +16,10 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
     let inner: InProcessTransport
     /// The request to fail: the `number`th (from 1) to the endpoint named `name` ("push", "pull").
     let failing = Locked<(name: String, number: Int)?>(nil)
+    /// The push to fail: the one whose first change has this seq. Pushes in flight together reach
+    /// the transport on threads of their own, in whatever order those threads run, so they are
+    /// told apart by what they carry, not by when they arrive.
+    let failingPush = Locked<Int64?>(nil)
     /// Signalled when that request has failed.
     let failed = DispatchSemaphore(value: 0)
     /// Requests started, by kind.
@@ -49,8 +53,10 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
         return waited
     }
 
-    /// Counts from here on, and fails the `number`th request (from 1) to `name` from here on.
-    func watch(failing name: String? = nil, number: Int = 0) {
+    /// Counts from here on, and fails the `number`th request (from 1) to `name`, or the push whose
+    /// first change has the seq `pushStartingAt`, from here on.
+    func watch(failing name: String? = nil, number: Int = 0, pushStartingAt: Int64? = nil) {
+        failingPush.value = pushStartingAt
         started.value = [:]
         mostInFlight.value = [:]
         pageCursors.value = []
@@ -81,7 +87,10 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
             mostInFlight.withLock { $0[name] = max($0[name] ?? 0, now) }
         }
         defer { inFlight.withLock { $0[name, default: 0] -= 1 } }
-        if let failing = failing.value, failing.name == name, failing.number == number {
+        let failsThisPush =
+            name == "push" && failingPush.value != nil
+            && (try? ProtocolJSON.decodePush(from: body, limits: .standard))?.changes.first?.seq == failingPush.value
+        if failsThisPush || (failing.value.map { $0.name == name && $0.number == number } ?? false) {
             failed.signal()
             throw SyncError(.transport, "connection reset by peer (simulated, no retry left)")
         }
@@ -344,7 +353,10 @@ struct PipelineTests {
         // Push 2 (changes 8–14) fails; batch 3 was read and encoded meanwhile (and, with two in
         // flight, sent: the server holds it for push 2, which never comes), and must not be
         // stored or marked pushed.
-        transport.watch(failing: "push", number: 2)
+        try alice.log.foldJournal(alice.db)
+        let eighth = try alice.db.fetchValue(
+            Int64.self, "SELECT seq FROM ostore_meta.ostore_changes ORDER BY seq LIMIT 1 OFFSET 7")
+        transport.watch(pushStartingAt: eighth)
         #expect(throws: SyncError.self) { try alice.engine.sync() }
         #expect(try alice.log.pendingCount(alice.db) == 14)
         #expect(try dataset.storage.datasets().first?.changes == 7)

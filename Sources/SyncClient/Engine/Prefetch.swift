@@ -11,14 +11,28 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     private var result: Result<Value, SyncError>?
     private var cancelled = false
 
-    /// Starts `work` at once; it receives a question to ask before retrying ("is anybody still waiting?").
+    /// Starts `work` at once, on a thread of its own; it receives a question to ask before retrying
+    /// ("is anybody still waiting?").
+    ///
+    /// Not on Dispatch's shared queues: the work blocks for a whole request, backoff sleeps
+    /// included, and Dispatch runs a limited number of blocked workers: under the whole test suite's
+    /// load a blocking task queued there was seen to start more than 10 s late, and a process with
+    /// many engines would queue their requests behind each other. A thread per request costs tens
+    /// of microseconds against a request's milliseconds.
     init(_ work: @escaping @Sendable (_ isCancelled: @escaping @Sendable () -> Bool) throws(SyncError) -> Value) {
-        DispatchQueue.global().async { [self] in
+        let thread = Thread { [self] in
+            // Named here, by the thread itself: on Linux a new thread otherwise keeps its creator's
+            // name (a Dispatch worker's, say), and names are at most 15 bytes.
+            Thread.current.name = Self.threadName
             let outcome = Result { () throws(SyncError) -> Value in try work { [self] in lock.withLock { cancelled } } }
             lock.withLock { result = outcome }
             done.signal()
         }
+        thread.start()
     }
+
+    /// The name of the threads requests run on, as debuggers and `perf` show them.
+    static var threadName: String { "ostore-request" }
 
     /// Waits for the work to end and returns what it gave (the same each time it is asked).
     func value() throws(SyncError) -> Value {
