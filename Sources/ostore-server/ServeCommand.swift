@@ -59,8 +59,10 @@ enum ServeCommand: Command {
             Console.error("ostore-server serve: give both --tls-cert and --tls-key, or neither")
             return .failure
         }
-        // A connection per worker thread, so no request waits for one.
-        guard let storage = StorageLocation.open(arguments, command: name, connections: threads) else {
+        // A connection per thread that may answer a request: the polling threads, and as many
+        // handler threads for pushes that wait for the batch they follow (HandlerThreads), so no
+        // request waits for one.
+        guard let storage = StorageLocation.open(arguments, command: name, connections: 2 * threads) else {
             return .failure
         }
         // Only a data directory can be put back behind the server's back with its record of served

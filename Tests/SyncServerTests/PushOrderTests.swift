@@ -224,6 +224,33 @@ struct PushOrderTests {
         #expect(try hello([1]).protocolVersion == 1)
     }
 
+    /// A push of an app that must upgrade is told so first (Protocol/README.md, section 4: the
+    /// schema version before the batch), at once: not after waiting for the batch it follows, nor
+    /// as a fault of one of its changes.
+    @Test(arguments: StorageBackend.allCases)
+    func aPushOfAnOlderMajorIsToldToUpgradeBeforeAnythingElse(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (service, token) = try Self.service(backend, in: directory, pushOrderWait: .seconds(30))
+        _ = try service.storage.recordSchema(
+            SchemaDescription(version: SchemaVersion(2, 0), fingerprint: "g", tables: [:]), dataset: "family",
+            mayMoveDataset: true)
+        let started = ContinuousClock.now
+        let waiting = try push(6...10, after: 5, to: service, token: token)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(waiting.status.rawValue == 409 && errorCode(waiting) == .upgradeRequired)
+        // A change whose seq does not grow along the batch: still the upgrade first.
+        let change = Change(
+            table: "notes", key: ["id": .text("n1")], op: .insert, columns: ["id": .text("n1")],
+            clock: ChangeClock(milliseconds: 1_764_000_000_000, counter: 0)!, site: site, seq: 3)
+        let body = try ProtocolJSON.encode(
+            PushRequest(
+                protocolVersion: 2, schemaVersion: SchemaVersion(1, 0), site: site, changes: [change, change],
+                after: nil))
+        let refused = post("push", body, to: service, token: token)
+        #expect(refused.status.rawValue == 409 && errorCode(refused) == .upgradeRequired)
+        #expect(try service.storage.datasetState("family", site: site).siteHighWater == 0)
+    }
+
     /// The batch a waiting push follows is stored and answered, and its client sends the next
     /// batch before the waiting push's thread has woken: that one no longer counts as waiting, so
     /// the next is taken, not refused as a second waiting push of the site (seen in CI under load

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The libcurl client is the engine's transport: the POST goes out on its one reused handle,
+/// The libcurl client is the engine's transport: the POST goes out on a reused handle of its
+/// pool (one per request in flight, ``HTTPClient/Configuration/maxConcurrentRequests``),
 /// a network fault becomes a ``SyncError`` of kind `transport` (retryable when curl says the
 /// fault is passing), and `Retry-After` is read from the answer.
 extension HTTPClient: SyncTransport {

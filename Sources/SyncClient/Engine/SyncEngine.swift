@@ -36,8 +36,9 @@ public final class SyncEngine {
         /// Batches sent and not yet answered, at most: the next batch goes out while the server
         /// stores the last, each on its own connection, and the server keeps them in order (it
         /// stores one only after the batch it follows, `after` in the push). Only with a server
-        /// that announces `maxPushesInFlight` in its limits (the lower of the two counts); 1
-        /// sends each batch once the one before is answered. With two in flight, A's 100,000
+        /// of protocol version 2 that announces `maxPushesInFlight` in its limits, and a transport
+        /// that runs as many requests at once (``SyncTransport/maxConcurrentRequests``): the
+        /// lowest of the three counts; 1 sends each batch once the one before is answered. With two in flight, A's 100,000
         /// changes reached the server about a tenth faster on loopback (`ostore-bench sync`, 32 of
         /// 41 alternating pairs); on a network each batch no longer waits for the round trip of the
         /// one before.

@@ -20,8 +20,9 @@ public final class SyncService: Sendable {
     let pushOrderWait: Duration
     /// Pushes waiting for the batch they follow (the `after` each waits for), per dataset and site,
     /// and how many in all. Each holds a thread for up to ``pushOrderWait``, so they are bounded: a
-    /// client has at most `maxPushesInFlight - 1` waiting, and a server at most
-    /// ``maximumWaitingPushes``.
+    /// client has at most `max(1, maxPushesInFlight - 1)` waiting for a batch not stored yet (one
+    /// whose batch is stored leaves as soon as its thread wakes), and a server at most
+    /// ``maximumWaitingPushes`` in all.
     private let waitingPushes = LockedState<(bySite: [WaitingSite: [Int64]], total: Int)>(([:], 0))
     static let maximumWaitingPushes = 64
 
@@ -196,6 +197,11 @@ public final class SyncService: Sendable {
         -> PushResponse
     {
         try checkProtocol(push.protocolVersion)
+        // Before the batch's checks, in the order of Protocol/README.md section 4, and before any
+        // wait for the batch before: an app that must upgrade is told so at once. `storeBatch`
+        // checks again in its transaction, where the dataset cannot move to a new major meanwhile.
+        try ErrorBody.requireMaySync(
+            client: push.schemaVersion, dataset: try storage.schemaVersion(of: dataset), pushing: true)
         guard push.changes.count <= limits.maxChangesPerPush else {
             throw ErrorBody(
                 .tooManyChanges,
