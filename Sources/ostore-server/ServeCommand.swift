@@ -60,8 +60,9 @@ enum ServeCommand: Command {
             return .failure
         }
         // A connection per thread that may answer a request: the polling threads, and as many
-        // handler threads for pushes that wait for the batch they follow (HandlerThreads), so no
-        // request waits for one.
+        // handler threads for pushes that wait for the batch they follow (HandlerThreads). A request
+        // seldom waits for one: on PostgreSQL those waiting pushes borrow one only to ask again
+        // whether their batch is stored.
         guard let storage = StorageLocation.open(arguments, command: name, connections: 2 * threads) else {
             return .failure
         }

@@ -26,6 +26,16 @@ struct PrefetchTests {
         #expect(answers == (0..<24).map { "\($0) \(Prefetch<String>.threadName)" })
     }
 
+    /// When the system makes no thread (too many already), the request still runs, on one of
+    /// Dispatch's workers, and is answered: never waited for forever.
+    @Test func aRequestWithoutAThreadOfItsOwnStillRuns() throws {
+        let request = Prefetch({ (_) throws(SyncError) -> String in "answered" }, start: { _ in false })
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !request.isReady, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        try #require(request.isReady)
+        #expect(try request.value() == "answered")
+    }
+
     /// The answer is kept: asked again, it is the same, and cancelling after the end changes nothing.
     @Test func anAnswerIsReadTwiceAndAnEndedRequestIgnoresCancel() throws {
         let request = Prefetch { (isCancelled) throws(SyncError) -> Bool in isCancelled() }

@@ -269,7 +269,8 @@ struct PushOrderTests {
             second.value = try? selfCopy.push(6...10, after: 5, to: service, token: token)
             secondDone.signal()
         }.start()
-        #expect(secondDone.wait(timeout: .now() + 0.5) == .timedOut)
+        // Waiting for 5 (however late its thread ran).
+        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
         // The second push's wait has seen 5 stored, but its thread is held before it returns.
         #expect(storage.satisfiedWaits.wait(timeout: .now() + 30) == .success)
@@ -280,8 +281,8 @@ struct PushOrderTests {
             third.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
             thirdDone.signal()
         }.start()
-        // Taken and waiting for 10, not refused at once.
-        #expect(thirdDone.wait(timeout: .now() + 0.5) == .timedOut)
+        // Taken and waiting for 10, not refused at once (the second is still held meanwhile).
+        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         storage.wakes.signal()
         storage.wakes.signal()
         #expect(secondDone.wait(timeout: .now() + 30) == .success)
@@ -297,7 +298,11 @@ struct PushOrderTests {
     /// is refused at once, without holding a thread for the wait.
     @Test func aSecondWaitingPushOfOneSiteIsRefusedAtOnce() throws {
         let directory = try TemporaryDirectory()
-        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
+        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
+        let storage = SlowWakingStorage(inner, holdsSatisfiedWaits: false)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        let service = SyncService(storage: storage, pushOrderWait: .seconds(30))
         let first = Locked<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         let selfCopy = self
@@ -305,7 +310,8 @@ struct PushOrderTests {
             first.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
             done.signal()
         }.start()
-        #expect(done.wait(timeout: .now() + 0.5) == .timedOut)
+        // The first waits for 10 (however late its thread ran).
+        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         let second = try push(6...10, after: 5, to: service, token: token)
         #expect(second.status.rawValue == 409 && errorCode(second) == .previousPushMissing)
         _ = try push(1...5, to: service, token: token)
@@ -316,20 +322,28 @@ struct PushOrderTests {
     }
 }
 
-/// A storage whose waits for a high-water mark, once it is reached, return only when ``wakes`` is
-/// signalled (as a thread not yet scheduled would): ``satisfiedWaits`` is signalled as each is
-/// reached. Everything else is `inner`'s.
+/// A storage that signals ``entered`` as each push starts waiting for a high-water mark (the
+/// service admitted it), and whose waits, once the mark is reached, return only when ``wakes`` is
+/// signalled (as a thread not yet scheduled would; unless `holdsSatisfiedWaits` is false):
+/// ``satisfiedWaits`` is signalled as each is reached. Everything else is `inner`'s.
 private final class SlowWakingStorage: SyncStorage {
     let inner: any SyncStorage
+    let holdsSatisfiedWaits: Bool
+    let entered = DispatchSemaphore(value: 0)
     let satisfiedWaits = DispatchSemaphore(value: 0)
     let wakes = DispatchSemaphore(value: 0)
 
-    init(_ inner: any SyncStorage) { self.inner = inner }
+    init(_ inner: any SyncStorage, holdsSatisfiedWaits: Bool = true) {
+        self.inner = inner
+        self.holdsSatisfiedWaits = holdsSatisfiedWaits
+    }
 
     func waitForHighWater(_ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant)
         throws(ServerError) -> Bool
     {
+        entered.signal()
         let reached = try inner.waitForHighWater(seq, site: site, dataset: dataset, until: deadline)
+        guard holdsSatisfiedWaits else { return reached }
         satisfiedWaits.signal()
         _ = wakes.wait(timeout: .now() + 30)
         return reached

@@ -18,17 +18,20 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     /// included, and Dispatch runs a limited number of blocked workers: under the whole test suite's
     /// load a blocking task queued there was seen to start more than 10 s late, and a process with
     /// many engines would queue their requests behind each other. A thread per request costs tens
-    /// of microseconds against a request's milliseconds.
-    init(_ work: @escaping @Sendable (_ isCancelled: @escaping @Sendable () -> Bool) throws(SyncError) -> Value) {
-        let thread = Thread { [self] in
-            // Named here, by the thread itself: on Linux a new thread otherwise keeps its creator's
-            // name (a Dispatch worker's, say), and names are at most 15 bytes.
-            Thread.current.name = Self.threadName
+    /// of microseconds against a request's milliseconds. When the system makes no thread (too many
+    /// already), the request goes to Dispatch after all: late, never lost.
+    ///
+    /// `start` runs its argument on a new thread and says whether it could (a test replaces it).
+    init(
+        _ work: @escaping @Sendable (_ isCancelled: @escaping @Sendable () -> Bool) throws(SyncError) -> Value,
+        start: (@escaping @Sendable () -> Void) -> Bool = { DetachedThread.start(named: threadName, $0) }
+    ) {
+        let run: @Sendable () -> Void = { [self] in
             let outcome = Result { () throws(SyncError) -> Value in try work { [self] in lock.withLock { cancelled } } }
             lock.withLock { result = outcome }
             done.signal()
         }
-        thread.start()
+        if !start(run) { DispatchQueue.global().async(execute: run) }
     }
 
     /// The name of the threads requests run on, as debuggers and `perf` show them.
