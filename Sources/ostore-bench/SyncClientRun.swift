@@ -31,16 +31,21 @@ enum SyncClientRun {
     /// A command the child runs under, words split on spaces (a profiler); its figures are then
     /// the profiler's, not the client's.
     static let wrapperVariable = "OSTORE_BENCH_CLIENT_WRAPPER"
+    /// The child's `SyncEngine.Configuration.pushesInFlight`, when the bench was given one.
+    static let pushesInFlightVariable = "OSTORE_BENCH_PUSHES_IN_FLIGHT"
 
     /// In the parent: runs one sync of the store at `path` with `server` in a child process.
-    static func measure(storeAt path: String, server: ServerProcess, schema: FirstSyncSchema = .todos) throws
-        -> SyncClientReport
-    {
+    /// `root`: where the client sends its requests instead of the server's own address (a relay).
+    static func measure(
+        storeAt path: String, server: ServerProcess, schema: FirstSyncSchema = .todos, root: URL? = nil,
+        pushesInFlight: Int? = nil
+    ) throws -> SyncClientReport {
         var environment = ProcessInfo.processInfo.environment
         environment[tokenVariable] = server.token
+        environment[pushesInFlightVariable] = pushesInFlight.map(String.init)
         // For profiling the client alone: OSTORE_BENCH_CLIENT_WRAPPER="valgrind --tool=callgrind".
         return try ChildProcessReport.run(
-            [subcommand, path, server.rootURL.absoluteString, ServerProcess.dataset, schema.planName],
+            [subcommand, path, (root ?? server.rootURL).absoluteString, ServerProcess.dataset, schema.planName],
             environment: environment,
             wrapper: environment[wrapperVariable], what: "the sync client")
     }
@@ -61,9 +66,11 @@ enum SyncClientRun {
         let openDuration = clock.now - openStart
 
         let transport = MeteredTransport(try HTTPClient())
-        let engine = SyncEngine(
-            db: db, log: log, transport: transport,
-            configuration: .init(server: server, dataset: arguments[2], token: token))
+        var configuration = SyncEngine.Configuration(server: server, dataset: arguments[2], token: token)
+        if let pushes = ProcessInfo.processInfo.environment[pushesInFlightVariable].flatMap({ Int($0) }) {
+            configuration.pushesInFlight = pushes
+        }
+        let engine = SyncEngine(db: db, log: log, transport: transport, configuration: configuration)
         let cpuStart = cpuMilliseconds()
         let syncStart = clock.now
         let report = try engine.sync()

@@ -22,6 +22,11 @@ struct SyncBenchOptions {
     /// Where the first-sync dataset is kept between runs (made on the first run with that row
     /// count, copied afterwards); nil makes it afresh every time.
     var seedCache: String?
+    /// A round trip the clients' requests pay on their way to the server and back (a
+    /// ``LatencyRelay`` between them); nil for loopback as it is.
+    var roundTrip: Duration?
+    /// The clients' `SyncEngine.Configuration.pushesInFlight`; nil for the engine's default.
+    var pushesInFlight: Int?
     var json = false
 }
 
@@ -100,10 +105,13 @@ struct SyncWorkloads {
             executable: executable, directory: directory.appendingPathComponent("server"),
             threads: options.serverThreads)
         defer { server.stop() }
+        let relay = try options.roundTrip.map { try LatencyRelay(upstreamPort: server.port, roundTrip: $0) }
+        defer { relay?.stop() }
+        let root = relay.map { URL(string: "http://127.0.0.1:\($0.port)")! }
         let storeA = directory.appendingPathComponent("a.sqlite").path
         let storeB = directory.appendingPathComponent("b.sqlite").path
         for store in [storeA, storeB] {
-            let first = try SyncClientRun.measure(storeAt: store, server: server)
+            let first = try SyncClientRun.measure(storeAt: store, server: server, root: root)
             guard first.pushed == 0, first.pulled == 0 else {
                 throw BenchmarkFailure(description: "the first sync with an empty dataset moved changes")
             }
@@ -111,9 +119,10 @@ struct SyncWorkloads {
 
         let commitMilliseconds = try commit(todos, to: storeA)
         let pushCPU = server.cpuSeconds()
-        let push = try SyncClientRun.measure(storeAt: storeA, server: server)
+        let push = try SyncClientRun.measure(
+            storeAt: storeA, server: server, root: root, pushesInFlight: options.pushesInFlight)
         let pullCPU = server.cpuSeconds()
-        let pull = try SyncClientRun.measure(storeAt: storeB, server: server)
+        let pull = try SyncClientRun.measure(storeAt: storeB, server: server, root: root)
         let endCPU = server.cpuSeconds()
         server.stop()
         guard push.pushed == todos.count, pull.pulled == todos.count else {
@@ -125,8 +134,8 @@ struct SyncWorkloads {
         let insertMilliseconds = try insertInC(todos, at: reference, tableSQL: try tableSQL(storeA))
         try verifySameRows(storeA, reference)
         try verifySameRows(storeB, reference)
-        let pushTransfer = try transferInC(push.exchanges)
-        let pullTransfer = try transferInC(pull.exchanges)
+        let pushTransfer = try transferLimit(push.exchanges)
+        let pullTransfer = try transferLimit(pull.exchanges)
 
         let count = todos.count
         let endToEnd = push.syncMilliseconds + pull.syncMilliseconds
@@ -136,17 +145,19 @@ struct SyncWorkloads {
                 workload: "A commits offline (tracked inserts)", changes: count, ours: commitMilliseconds,
                 referenceName: "C insert", reference: insertMilliseconds),
             SyncResult(
-                workload: "A pushes (sync)", changes: count, ours: push.syncMilliseconds, referenceName: "HTTP",
+                workload: "A pushes (sync)", changes: count, ours: push.syncMilliseconds,
+                referenceName: "HTTP" + roundTrips,
                 reference: pushTransfer, serverCPUMilliseconds: (pullCPU - pushCPU) * 1000,
                 clientCPUMilliseconds: push.cpuMilliseconds, clientPeakBytes: push.peakBytes),
             SyncResult(
                 workload: "B pulls and applies (sync)", changes: count, ours: pull.syncMilliseconds,
-                referenceName: "HTTP + C insert", reference: pullTransfer + insertMilliseconds,
+                referenceName: "HTTP\(roundTrips) + C insert", reference: pullTransfer + insertMilliseconds,
                 serverCPUMilliseconds: (endCPU - pullCPU) * 1000, clientCPUMilliseconds: pull.cpuMilliseconds,
                 clientPeakBytes: pull.peakBytes),
             SyncResult(
                 workload: "end to end: push + pull and apply", changes: count, ours: endToEnd,
-                referenceName: "HTTP both ways + C insert", reference: pushTransfer + pullTransfer + insertMilliseconds,
+                referenceName: "HTTP\(roundTrips) both ways + C insert",
+                reference: pushTransfer + pullTransfer + insertMilliseconds,
                 serverCPUMilliseconds: (endCPU - pushCPU) * 1000,
                 clientCPUMilliseconds: push.cpuMilliseconds + pull.cpuMilliseconds,
                 target: String(format: "≥ %.0f changes/s", Self.endToEndTarget),
@@ -195,6 +206,8 @@ struct SyncWorkloads {
             executable: executable, directory: serverDirectory, threads: options.serverThreads,
             prepare: { storage in if options.seedCache == nil { try seed(storage, with: todos) } })
         defer { server.stop() }
+        let relay = try options.roundTrip.map { try LatencyRelay(upstreamPort: server.port, roundTrip: $0) }
+        defer { relay?.stop() }
         let seconds = String(format: "%.1f", milliseconds(ContinuousClock.now - seedStart) / 1000)
         FileHandle.standardError.write(
             Data(
@@ -202,7 +215,9 @@ struct SyncWorkloads {
                     .utf8))
         let store = directory.appendingPathComponent("new.sqlite").path
         let startCPU = server.cpuSeconds()
-        let first = try SyncClientRun.measure(storeAt: store, server: server, schema: options.firstSyncSchema)
+        let first = try SyncClientRun.measure(
+            storeAt: store, server: server, schema: options.firstSyncSchema,
+            root: relay.map { URL(string: "http://127.0.0.1:\($0.port)")! })
         let endCPU = server.cpuSeconds()
         server.stop()
         guard first.pulled >= todos.count else {
@@ -213,7 +228,7 @@ struct SyncWorkloads {
         let insertMilliseconds = try insertInC(todos, at: reference, tableSQL: try tableSQL(store))
         try verifySameRows(store, reference)
         if options.firstSyncSchema == .lists { try verifyEveryTodoInItsList(store, todos: todos.count) }
-        let transfer = try transferInC(first.exchanges)
+        let transfer = try transferLimit(first.exchanges)
         let met =
             first.syncMilliseconds < Self.firstSyncTargetMilliseconds && first.peakBytes < Self.firstSyncMemoryTarget
         return [
@@ -222,7 +237,7 @@ struct SyncWorkloads {
                     ? "first sync into an empty client"
                     : "first sync into an empty client (todos in \(ListsBenchPlan.listCount) lists, a foreign key)",
                 changes: todos.count, ours: first.syncMilliseconds,
-                referenceName: "HTTP + C insert", reference: transfer + insertMilliseconds,
+                referenceName: "HTTP\(roundTrips) + C insert", reference: transfer + insertMilliseconds,
                 serverCPUMilliseconds: (endCPU - startCPU) * 1000, clientCPUMilliseconds: first.cpuMilliseconds,
                 clientPeakBytes: first.peakBytes,
                 target: String(
@@ -316,6 +331,18 @@ struct SyncWorkloads {
             ref_insert_todos(db, Int64(todos.count), todos.referenceIDs.pointers, todos.referenceTitles.pointers),
             "inserting todos")
         return milliseconds(clock.now - start)
+    }
+
+    /// The C reference's transfer, plus with ``SyncBenchOptions/roundTrip`` one round trip per
+    /// request (as one request at a time over a network with that round trip would take; the relay
+    /// is not in the C transfer's way). Returns milliseconds.
+    private func transferLimit(_ exchanges: [MeteredTransport.Exchange]) throws -> Double {
+        try transferInC(exchanges) + (options.roundTrip.map { milliseconds($0) * Double(exchanges.count) } ?? 0)
+    }
+
+    /// How the limit names the round trips it adds: nothing on loopback as it is.
+    private var roundTrips: String {
+        options.roundTrip.map { " + \(Int(milliseconds($0))) ms × requests" } ?? ""
     }
 
     /// The C reference's transfer: the same requests with the same body sizes. Returns milliseconds.

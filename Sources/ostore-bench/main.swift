@@ -9,7 +9,8 @@ let usage = """
            ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
            ostore-bench sync [--changes N] [--runs N] [--first-sync-rows N] [--first-sync-schema todos|lists]
-                             [--seed-cache DIR] [--server-threads N] [--server PATH] [--json]
+                             [--seed-cache DIR] [--round-trip-ms N] [--pushes-in-flight N] [--server-threads N]
+                             [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -44,7 +45,11 @@ let usage = """
                  through the server's storage takes minutes); delete DIR when the server's storage changes.
                  --runs N (default 1) repeats the push and pull N times, each on a fresh server and stores,
                  and reports the run with the median end-to-end time, every run's changes/s under the table
-                 (in --json: "runs_changes_per_s" on the end-to-end row) and how many met the target
+                 (in --json: "runs_changes_per_s" on the end-to-end row) and how many met the target.
+                 --round-trip-ms N puts a relay between the clients and the server that hands every byte on
+                 N/2 ms after it arrived each way (a network with that round trip, bandwidth unlimited);
+                 the HTTP limit then adds N ms per request, as one request at a time would pay.
+                 --pushes-in-flight N sets client A's SyncEngine.Configuration.pushesInFlight (default 2)
       --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
@@ -115,6 +120,9 @@ if group == "sync" {
         case ("--first-sync-rows", let number?): sync.firstSyncRows = number
         case ("--server-threads", let number?) where number > 0: sync.serverThreads = number
         case ("--runs", let number?) where number > 0: sync.runs = number
+        case ("--pushes-in-flight", let number?) where number > 0: sync.pushesInFlight = number
+        case ("--round-trip-ms", let number?) where number <= 10_000:
+            sync.roundTrip = number > 0 ? .milliseconds(number) : nil
         default:
             FileHandle.standardError.write(Data("ostore-bench sync: bad option \(flag) \(value)\n\(usage)\n".utf8))
             exit(2)
