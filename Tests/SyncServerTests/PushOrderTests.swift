@@ -64,6 +64,33 @@ struct PushOrderTests {
         return try JSONDecoder().decode(PullResponse.self, from: answer.body).changes.map(\.seq)
     }
 
+    /// A service over a ``SlowWakingStorage`` of SQLite in `directory` with the dataset `family`,
+    /// that storage, and a read-write token.
+    private static func watchedService(in directory: TemporaryDirectory, holdsSatisfiedWaits: Bool = true) throws
+        -> (SyncService, SlowWakingStorage, token: String)
+    {
+        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
+        let storage = SlowWakingStorage(inner, holdsSatisfiedWaits: holdsSatisfiedWaits)
+        try storage.createDataset(named: "family")
+        let token = try storage.createToken(dataset: "family", readOnly: false).secret
+        return (SyncService(storage: storage, pushOrderWait: .seconds(30)), storage, token)
+    }
+
+    /// `seqs` pushed on a thread of its own, started at once (a shared queue may start it late):
+    /// its answer is there once `done` is signalled.
+    private func pushOnItsOwnThread(
+        _ seqs: ClosedRange<Int64>, after: Int64, to service: SyncService, token: String
+    ) -> (answer: Locked<HTTPResponse?>, done: DispatchSemaphore) {
+        let answer = Locked<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let selfCopy = self
+        Thread {
+            answer.value = try? selfCopy.push(seqs, after: after, to: service, token: token)
+            done.signal()
+        }.start()
+        return (answer, done)
+    }
+
     private func answer(_ response: HTTPResponse) throws -> PushResponse {
         try JSONDecoder().decode(PushResponse.self, from: response.body)
     }
@@ -257,30 +284,15 @@ struct PushOrderTests {
     /// as one batch sent twice).
     @Test func aPushWhoseBatchBeforeIsStoredNoLongerCountsAsWaiting() throws {
         let directory = try TemporaryDirectory()
-        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
-        let storage = SlowWakingStorage(inner)
-        try storage.createDataset(named: "family")
-        let token = try storage.createToken(dataset: "family", readOnly: false).secret
-        let service = SyncService(storage: storage, pushOrderWait: .seconds(30))
-        let second = Locked<HTTPResponse?>(nil)
-        let secondDone = DispatchSemaphore(value: 0)
-        let selfCopy = self
-        Thread {
-            second.value = try? selfCopy.push(6...10, after: 5, to: service, token: token)
-            secondDone.signal()
-        }.start()
+        let (service, storage, token) = try Self.watchedService(in: directory)
+        let (second, secondDone) = pushOnItsOwnThread(6...10, after: 5, to: service, token: token)
         // Waiting for 5 (however late its thread ran).
         #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
         // The second push's wait has seen 5 stored, but its thread is held before it returns.
         #expect(storage.satisfiedWaits.wait(timeout: .now() + 30) == .success)
 
-        let third = Locked<HTTPResponse?>(nil)
-        let thirdDone = DispatchSemaphore(value: 0)
-        Thread {
-            third.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
-            thirdDone.signal()
-        }.start()
+        let (third, thirdDone) = pushOnItsOwnThread(11...15, after: 10, to: service, token: token)
         // Taken and waiting for 10, not refused at once (the second is still held meanwhile).
         #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         storage.wakes.signal()
@@ -298,18 +310,8 @@ struct PushOrderTests {
     /// is refused at once, without holding a thread for the wait.
     @Test func aSecondWaitingPushOfOneSiteIsRefusedAtOnce() throws {
         let directory = try TemporaryDirectory()
-        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
-        let storage = SlowWakingStorage(inner, holdsSatisfiedWaits: false)
-        try storage.createDataset(named: "family")
-        let token = try storage.createToken(dataset: "family", readOnly: false).secret
-        let service = SyncService(storage: storage, pushOrderWait: .seconds(30))
-        let first = Locked<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let selfCopy = self
-        Thread {
-            first.value = try? selfCopy.push(11...15, after: 10, to: service, token: token)
-            done.signal()
-        }.start()
+        let (service, storage, token) = try Self.watchedService(in: directory, holdsSatisfiedWaits: false)
+        let (first, done) = pushOnItsOwnThread(11...15, after: 10, to: service, token: token)
         // The first waits for 10 (however late its thread ran).
         #expect(storage.entered.wait(timeout: .now() + 30) == .success)
         let second = try push(6...10, after: 5, to: service, token: token)
