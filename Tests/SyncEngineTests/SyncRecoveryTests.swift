@@ -16,6 +16,9 @@ final class SwappableTransport: SyncTransport, @unchecked Sendable {
     let refusesEveryCursor = Locked(false)
     let pullsWithCursor = Locked(0)
 
+    /// When set, pull answers are passed through it on their way to the engine.
+    let rewritesPulls = Locked<(@Sendable (Data) -> Data)?>(nil)
+
     init(_ transport: InProcessTransport) { current = Locked(transport) }
 
     func swap(to transport: InProcessTransport) { current.value = transport }
@@ -32,7 +35,9 @@ final class SwappableTransport: SyncTransport, @unchecked Sendable {
                 return TransportReply(status: 400, body: (try? ProtocolJSON.encode(refusal)) ?? Data())
             }
         }
-        return try current.value.post(url, headers: headers, body: body)
+        var reply = try current.value.post(url, headers: headers, body: body)
+        if url.lastPathComponent == "pull", let rewrite = rewritesPulls.value { reply.body = rewrite(reply.body) }
+        return reply
     }
 }
 
@@ -153,6 +158,41 @@ struct SyncRecoveryTests {
         let refusal = #expect(throws: SyncError.self) { try alice.engine.sync() }
         #expect(refusal?.code == .invalidCursor)
         #expect(transport.pullsWithCursor.value == 2)
+    }
+
+    /// A page whose change names a column twice is not JSON the protocol allows (section 13):
+    /// the engine refuses it whole, applies none of it and keeps its cursor, where `JSONDecoder`
+    /// alone took one of the two values. Likewise a page that is not valid UTF-8.
+    @Test(arguments: [
+        (#""name":{"text":"x"}"#, #""name":{"text":"x"},"name":{"text":"forged"}"#),
+        (#""hasMore":false"#, #""hasMore":false,"hasMore":true"#),
+        (#""name":{"text":"x"}"#, "\"name\":{\"text\":\"x\u{FFFD}\"}"),
+    ])
+    func aPageThatBreaksTheJSONRulesIsRefusedWhole(find: String, replacement: String) throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        try bob.engine.sync()
+        for index in 0..<3 {
+            try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'x')")
+        }
+        try alice.engine.sync()
+        let cursor = try bob.engine.state().cursor
+        transport.rewritesPulls.value = { body in
+            var text = String(decoding: body, as: UTF8.self)
+            if let range = text.range(of: find) { text.replaceSubrange(range, with: replacement) }
+            var bytes = Data(text.utf8)
+            // The replacement character stands for a byte that is not UTF-8.
+            if let mark = bytes.range(of: Data("\u{FFFD}".utf8)) { bytes.replaceSubrange(mark, with: [0xFF]) }
+            return bytes
+        }
+        let refused = #expect(throws: SyncError.self) { try bob.engine.sync() }
+        #expect(refused?.kind == .invalidAnswer)
+        #expect(try bob.count("remindersLists") == 0)
+        #expect(try bob.engine.state().cursor == cursor)
+
+        transport.rewritesPulls.value = nil
+        #expect(try bob.engine.sync().pulled == 3)
+        #expect(try lists(bob) == lists(alice))
     }
 
     // Regression: `stashed` was set only from a pulled page, so a sync that pulled nothing read 0

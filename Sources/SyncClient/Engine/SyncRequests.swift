@@ -40,10 +40,14 @@ struct SyncRequests: Sendable {
                 let reply = try transport.post(url, headers: headers, body: body)
                 guard reply.status == 200 else { throw SyncError.answer(reply, url: url) }
                 if let answer = read(reply.body) { return answer }
-                do {
-                    return try JSONDecoder().decode(Answer.self, from: reply.body)
+                // By the protocol's JSON rules (section 13), as the server reads requests:
+                // `JSONDecoder` alone takes a member given twice (one of its values, silently),
+                // invalid UTF-8 and other bodies a server must not send.
+                do throws(ErrorBody) {
+                    return try ProtocolJSON.decode(Answer.self, from: reply.body, limits: .standard)
                 } catch {
-                    throw SyncError(.invalidAnswer, "the server's \(name) answer is not a \(Answer.self): \(error)")
+                    throw SyncError(
+                        .invalidAnswer, "the server's \(name) answer is not a \(Answer.self): \(error.error.message)")
                 }
             }
             switch outcome {
