@@ -43,6 +43,7 @@ public final class SyncEngine {
         /// (`ostore-bench sync`, 32 of 41 alternating pairs), and 28% faster with a 20 ms round
         /// trip (`--round-trip-ms 20`, 5 of 5 pairs): each batch no longer waits for the round
         /// trip of the one before.
+        ///
         /// A sync that fails with a batch in flight behind the failed one returns once the server
         /// has given up waiting for it (2 s with `ostore-server`).
         public var pushesInFlight = 2
