@@ -249,6 +249,37 @@ struct RemoteApplyTests {
         #expect(try older.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
     }
 
+    /// A batch prepared for the schema before a migration (a sync reads and prepares its next page
+    /// while the app may migrate) is prepared again when it applies: what the new schema knows is
+    /// applied at once, not stashed and retried.
+    @Test func aBatchPreparedBeforeAMigrationAppliesByTheSchemaItMeets() throws {
+        let newer = try Peer(directory, "newer.sqlite", plan: NotesPlan.self)
+        try newer.db.execute("INSERT INTO notes (id, body, pinned) VALUES ('n', 'hello', 1)")
+        try newer.db.execute("INSERT INTO folders (id) VALUES ('f')")
+        let changes = try newer.push()
+        let older = try Database(path: directory.path("older.sqlite"))
+        let olderLog = try ChangeLog.open(older, migrator: try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0"))
+        // Prepared on another thread, as a sync prepares a page where it was read.
+        let prepared = try #require(
+            DispatchQueue.global().sync { Optional(olderLog.prepare(changes)) })
+        #expect(prepared.count == 2)
+
+        let upgraded = try ChangeLog.open(older, migrator: try Migrator(plan: NotesPlan.self))
+        let outcome = try upgraded.apply(prepared, to: older)
+        // By the 1.0 preparation the pinned column and the folders row would have gone to the
+        // stash and been applied by its retry: three applied, not two.
+        #expect(outcome.applied == 2)
+        #expect(outcome.stashed == 0 && outcome.superseded == 0 && outcome.rejected.isEmpty)
+        #expect(try older.scalar(Int.self, "SELECT pinned FROM notes WHERE id = 'n'") == 1)
+        #expect(try older.count("folders") == 1)
+        #expect(try older.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
+
+        // Applied by the log it was prepared for, on a store still at 1.0, the same batch stashes both.
+        let other = try Database(path: directory.path("other.sqlite"))
+        let otherLog = try ChangeLog.open(other, migrator: try Migrator(plan: NotesPlan.self, releasedUpTo: "1.0.0"))
+        #expect(try otherLog.apply(otherLog.prepare(changes), to: other).stashed == 2)
+    }
+
     // Regression: an applied remote change used to clear the sequence of the entry it overwrote;
     // when that was the newest local entry, the queue ran backwards, the next local change got a
     // sequence already acknowledged (and was never pushed), and the next open saw the watermark

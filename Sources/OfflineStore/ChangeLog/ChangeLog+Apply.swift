@@ -57,9 +57,20 @@ extension ChangeLog {
     public func apply(
         _ changes: [RemoteChange], to db: Database, alongside: ((Database) throws -> Void)? = nil
     ) throws -> ApplyOutcome {
-        var given: [RemoteChange]? = changes
+        try apply(prepare(changes), to: db, alongside: alongside)
+    }
+
+    /// Applies a batch ``prepare(_:)`` readied, as ``apply(_:to:alongside:)`` applies its changes.
+    ///
+    /// ```swift
+    /// let outcome = try log.apply(log.prepare(page.changes), to: db) { db in try log.save(stateAfterPage, db) }
+    /// ```
+    public func apply(
+        _ prepared: PreparedChanges, to db: Database, alongside: ((Database) throws -> Void)? = nil
+    ) throws -> ApplyOutcome {
+        var given: PreparedChanges? = prepared
         return try apply(
-            batches: {
+            preparedBatches: {
                 defer { given = nil }
                 return given
             }, to: db, afterEach: { db in try alongside?(db) })
@@ -98,6 +109,20 @@ extension ChangeLog {
     public func apply(
         batches next: () throws -> [RemoteChange]?, to db: Database, afterEach: (Database) throws -> Void
     ) throws -> ApplyOutcome {
+        try apply(preparedBatches: { try next().map { prepare($0) } }, to: db, afterEach: afterEach)
+    }
+
+    /// Applies batches ``prepare(_:)`` readied, as ``apply(batches:to:afterEach:)`` applies
+    /// batches of changes: a sync prepares each page on the thread that read it, while the page
+    /// before it applies.
+    ///
+    /// ```swift
+    /// var pages = received.map { log.prepare($0) }.makeIterator()
+    /// let outcome = try log.apply(preparedBatches: { pages.next() }, to: db, afterEach: { _ in })
+    /// ```
+    public func apply(
+        preparedBatches next: () throws -> PreparedChanges?, to db: Database, afterEach: (Database) throws -> Void
+    ) throws -> ApplyOutcome {
         var first = try next()
         guard first != nil else { return ApplyOutcome() }
         var outcome = try applyBatches(first: &first, next: next, to: db, afterEach: afterEach)
@@ -122,7 +147,7 @@ extension ChangeLog {
     }
 
     private func applyBatches(
-        first: inout [RemoteChange]?, next: () throws -> [RemoteChange]?, to db: Database,
+        first: inout PreparedChanges?, next: () throws -> PreparedChanges?, to db: Database,
         afterEach: (Database) throws -> Void
     ) throws -> ApplyOutcome {
         // Only a transaction of the batches' own is sure to roll back whatever fails, the drop of
@@ -208,25 +233,28 @@ extension ChangeLog {
     /// The batch's work inside the caller's transaction, with the connection's foreign keys as
     /// ``withoutForeignKeyActions(_:_:)`` left them.
     private func applyInTransaction(
-        _ changes: [RemoteChange], _ db: Database, foreignKeys: ForeignKeyMode, savepointEach: Bool
+        _ batch: PreparedChanges, _ db: Database, foreignKeys: ForeignKeyMode, savepointEach: Bool
     ) throws -> ApplyOutcome {
+        // Prepared against another schema (the store migrated since): prepared again, against this one.
+        let batch = batch.schema == schema ? batch : prepare(batch.changes)
+        let changes = batch.changes
         // Merging reads the keyed log's versions, and writes it directly, which is safe only with
         // the journal empty (ChangeJournal): fold first, in this transaction.
         try ChangeJournal.fold(db)
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
-        let lookups = ApplyLookups()
+        let lookups = ApplyLookups(batch.tables)
         // Applied whole, the page's log entries are read for all its rows at once and its new
         // entries written together (PageLog); change by change, each reads and writes its own,
         // since a savepoint's rollback takes back what it wrote.
         var page: PageLog?
         if !savepointEach {
-            do { page = try readPageLog(changes, lookups: lookups, db) } catch { throw FailedChange(underlying: error) }
+            do { page = try readPageLog(batch, db) } catch { throw FailedChange(underlying: error) }
         }
-        for (index, change) in changes.enumerated() {
+        for index in changes.indices {
             guard savepointEach else {
                 do {
-                    try applyOne(change, at: index, page: page, db: db, lookups: lookups, outcome: &outcome)
+                    try applyOne(at: index, of: batch, page: page, db: db, lookups: lookups, outcome: &outcome)
                 } catch {
                     throw FailedChange(underlying: error)
                 }
@@ -234,13 +262,13 @@ extension ChangeLog {
             }
             do {
                 try db.savepoint { db in
-                    try applyOne(change, at: index, page: nil, db: db, lookups: lookups, outcome: &outcome)
+                    try applyOne(at: index, of: batch, page: nil, db: db, lookups: lookups, outcome: &outcome)
                 }
             } catch {
                 // The savepoint's rollback may have taken back a table or site number it made:
                 // look them up again.
                 lookups.forgetNumbers()
-                outcome.rejected.append(RejectedChange(index: index, change: change, reason: "\(error)"))
+                outcome.rejected.append(RejectedChange(index: index, change: changes[index], reason: "\(error)"))
             }
         }
         do { try page?.write(db) } catch { throw FailedChange(underlying: error) }
@@ -256,50 +284,25 @@ extension ChangeLog {
     }
 
     private func applyOne(
-        _ change: RemoteChange, at index: Int, page: PageLog?, db: Database, lookups: ApplyLookups,
+        at index: Int, of batch: PreparedChanges, page: PageLog?, db: Database, lookups: ApplyLookups,
         outcome: inout ApplyOutcome
     ) throws {
-        guard change.siteID.count == 16 else {
-            throw ChangeLogError(
-                .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
-        }
-        let isOdd = { (name: String) in !Self.isPlainIdentifier(name) }
-        if let odd = isOdd(change.table)
-            ? change.table : change.primaryKey.keys.first(where: isOdd) ?? change.columns.keys.first(where: isOdd)
-        {
-            throw ChangeLogError(
-                .invalidChange, table: change.table,
-                "\(odd.debugDescription) is not a plain SQL identifier (letters, digits, underscores)")
-        }
+        let change = batch.changes[index]
+        let plan = batch.plans[index]
+        if let refused = plan.refusedBeforeClock { throw refused }
         try clock.receive(change.clock)
-        guard let target = lookups.table(change.table, in: schema) else {
+        guard let place = plan.table else {
             try stash(change, reason: "table \(change.table) is not in schema \(schema.version?.description ?? "")", db)
             outcome.stashed += 1
             return
         }
+        if let refused = plan.refused { throw refused }
+        let target = lookups.table(place)
         let table = target.definition
-        let keyValues =
-            try page?.keyValues[index]
-            ?? Self.keyValues(of: change, keyColumns: target.keyColumns, table: table.name)
-        // The change's values by the table's column positions (a name matched as SQLite matches
-        // names); names this schema does not know wait in the stash.
-        var known = [DatabaseValue?](repeating: nil, count: table.columns.count)
-        var unknown: [String: DatabaseValue] = [:]
-        for (name, value) in change.columns {
-            if let position = target.position(of: name) {
-                // Two names of one column (`listID` and `listid`): which one SQLite writes and
-                // which one the orphan search reads would be a matter of dictionary order.
-                guard known[position] == nil else {
-                    throw ChangeLogError(
-                        .invalidChange, table: table.name,
-                        "the change names column \(table.columns[position].name) twice (names differ only in case)")
-                }
-                try checkType(value, at: position, of: target)
-                known[position] = value
-            } else {
-                unknown[name] = value
-            }
-        }
+        let keyValues = plan.keyValues
+        // The change's values by column position, its key's at the key columns (prepare(_:)).
+        let known = plan.known
+        let unknown = plan.unknown
         if !unknown.isEmpty {
             var later = change
             later.operation = .update
@@ -310,7 +313,7 @@ extension ChangeLog {
             outcome.stashed += 1
         }
         let tableID = try target.tableID { try trackedTableID(table.name, db) }
-        let loggedKey = Self.loggedKey(keyValues)
+        let loggedKey = plan.loggedKey
         let site = try lookups.siteNumber(change.siteID) { try siteNumber(change.siteID, db) }
         let incoming = Version(clock: change.clock, siteID: change.siteID)
         // An insert learns whether its row is present from the insert itself (below), so its
@@ -345,7 +348,6 @@ extension ChangeLog {
         // next new rows by one statement (PageLog.insert); a change of any other kind writes them
         // first, so the table's writes keep their order.
         if let page, probesByInserting, let slot, !page.isRepeated(slot), unknown.isEmpty, row.versions.isEmpty {
-            for (position, value) in zip(target.keyPositions, keyValues) { known[position] = value }
             try page.insert(known, into: target, db)
             try record("")
             outcome.applied += 1
@@ -382,7 +384,6 @@ extension ChangeLog {
             // The insert itself tells whether the row was present; a present row is left as it
             // is, and merged below.
             if change.operation == .insert, row.exists != true {
-                for (position, value) in zip(target.keyPositions, keyValues) { known[position] = value }
                 if try target.write(.insert, known, keyValues: [], db) {
                     // A row back from waiting for its parent keeps its entry as it was (a local one
                     // still to be pushed stays so).
@@ -542,60 +543,28 @@ extension ChangeLog {
         return (column, Version(clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID))
     }
 
-    /// The log's entries for every row of the page, read by one statement per table (the keys
-    /// bound as one JSON array) instead of one per change, kept in a ``PageLog``. Only keys the log
+    /// The log's entries for every row of the page (its distinct keys, which ``prepare(_:)``
+    /// found), read by one statement per table (the keys bound as one JSON array) instead of one
+    /// per change, kept in a ``PageLog``. Only keys the log
     /// stores as ASCII text without quotes, backslashes or control characters are read so: SQLite
     /// compares them byte for byte as Swift compares ASCII strings (a number may equal a value of
     /// another type, and Swift equates canonically equivalent Unicode strings), and they go into
     /// JSON as they are; the others read their row when applied.
     /// See <https://www.sqlite.org/json1.html#jeach>.
-    private func readPageLog(_ changes: [RemoteChange], lookups: ApplyLookups, _ db: Database) throws -> PageLog {
-        var slots = [Int?](repeating: nil, count: changes.count)
-        var keyValues = [[DatabaseValue]?](repeating: nil, count: changes.count)
-        var tables: [String: PageKeys] = [:]
-        var last: (name: String, keys: PageKeys)?
-        var repeated: [Bool] = []
-        repeated.reserveCapacity(changes.count)
-        for (index, change) in changes.enumerated() {
-            guard let target = lookups.table(change.table, in: schema),
-                let values = try? Self.keyValues(
-                    of: change, keyColumns: target.keyColumns, table: target.definition.name)
-            else { continue }
-            keyValues[index] = values
-            guard case .text(let key) = Self.loggedKey(values), let hash = PageKeys.hash(ifPlainJSONText: key) else {
-                continue
-            }
-            let name = target.definition.name
-            let table: PageKeys
-            if let last, last.name == name {
-                table = last.keys
-            } else if let known = tables[name] {
-                table = known
-            } else {
-                table = PageKeys(capacity: changes.count)
-                tables[name] = table
-            }
-            last = (name, table)
-            let slot = table.slot(of: key, hash: hash, next: repeated.count)
-            if slot == repeated.count {
-                repeated.append(false)
-            } else {
-                repeated[slot] = true
-            }
-            slots[index] = slot
-        }
-        var versions = [[String: Version]](repeating: [:], count: repeated.count)
-        for (name, table) in tables {
+    private func readPageLog(_ batch: PreparedChanges, _ db: Database) throws -> PageLog {
+        let rows = batch.rows
+        var versions = [[String: Version]](repeating: [:], count: rows.repeated.count)
+        for table in rows.keys {
             // A table the log has no number for has no entries yet (the number is made when the
             // first one is written).
             guard
                 let tableID = try db.fetchValue(
-                    Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)")
+                    Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(table.table)")
             else { continue }
             let statement = try db.cachedStatement(Self.pageEntriesSQL)
             defer { statement.reset() }
             try statement.bind(.integer(Int64(tableID)), toParameter: 1)
-            try statement.bind(.text(table.json()), toParameter: 2)
+            try statement.bind(.text(table.json), toParameter: 2)
             while try statement.step(arguments: nil) {
                 guard case .integer(let position) = try statement.value(at: 0),
                     let (column, version) = try loggedVersion(statement, at: 1)
@@ -603,7 +572,7 @@ extension ChangeLog {
                 versions[table.slots[Int(position)]][column] = version
             }
         }
-        return PageLog(slots: slots, keyValues: keyValues, versions: versions, repeated: repeated)
+        return PageLog(slots: rows.slots, versions: versions, repeated: rows.repeated)
     }
 
     /// The entries (the key's place in the array, column name, clock, site id) of the keys in a JSON
@@ -679,15 +648,6 @@ extension ChangeLog {
         return sql
     }
 
-    private func checkType(_ value: DatabaseValue, at position: Int, of target: AppliedTable) throws {
-        guard target.isStrict, !target.accepts(value, at: position) else { return }
-        let table = target.definition
-        throw ChangeLogError(
-            .invalidChange, table: table.name,
-            "column \(table.columns[position].name) is \(target.columnTypes[position]) in a STRICT table; the change carries \(value.storageClass)"
-        )
-    }
-
     func stash(_ change: RemoteChange, reason: String, _ db: Database) throws {
         let json = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
         try db.execute(
@@ -718,7 +678,7 @@ extension ChangeLog {
                         }
                         try db.execute("DELETE FROM ostore_meta.ostore_stash")
                         var outcome = try applyInTransaction(
-                            changes, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                            prepare(changes), db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                         outcome.stashed = try stashCount(db)
                         return outcome
                     }
@@ -749,8 +709,6 @@ private final class PageLog {
     /// Per change (by its place in the batch), the slot of its row in ``versions``; nil for a row
     /// read from the log when it applies.
     let slots: [Int?]
-    /// Per change, its key's values in the order of the table's key columns, when it has a valid key.
-    let keyValues: [[DatabaseValue]?]
     /// Per row, its versions by column name.
     private(set) var versions: [[String: ChangeLog.Version]]
     /// Per row, whether more than one change of the page changes it: only then do its versions
@@ -763,9 +721,8 @@ private final class PageLog {
     private var rows: [[DatabaseValue?]] = []
     private var rowTable: AppliedTable?
 
-    init(slots: [Int?], keyValues: [[DatabaseValue]?], versions: [[String: ChangeLog.Version]], repeated: [Bool]) {
+    init(slots: [Int?], versions: [[String: ChangeLog.Version]], repeated: [Bool]) {
         self.slots = slots
-        self.keyValues = keyValues
         self.versions = versions
         self.repeated = repeated
         newEntries.reserveCapacity(slots.count)
@@ -869,97 +826,28 @@ private final class PageLog {
         + Array(repeating: "(?, ?, ?, ?, ?)", count: entriesPerWrite).joined(separator: ", ")
 }
 
-/// The distinct keys of one table's changes in a page, each with its row's slot in a ``PageLog``:
-/// an open-addressing table on a hash of the key's bytes (a `Dictionary` of `String` cost about
-/// 1,200 instructions a key, callgrind), and the JSON array ``ChangeLog/readPageLog(_:lookups:_:)``
-/// binds.
-private final class PageKeys {
-    // Touched for every change of a page, by one apply at a time (an ApplyLookups' batch): accesses
-    // never overlap, so they go without dynamic exclusivity checks.
-    /// The keys in the order they were met, and each one's slot.
-    @exclusivity(unchecked) private(set) var keys: [String] = []
-    @exclusivity(unchecked) private(set) var slots: [Int] = []
-    @exclusivity(unchecked) private var hashes: [UInt64] = []
-    /// Places in ``keys`` plus one, 0 for none; twice as many as there can be keys.
-    @exclusivity(unchecked) private var buckets: [Int32]
-
-    init(capacity: Int) {
-        var size = 16
-        while size < capacity * 2 { size *= 2 }
-        buckets = [Int32](repeating: 0, count: size)
-        keys.reserveCapacity(capacity)
-        slots.reserveCapacity(capacity)
-        hashes.reserveCapacity(capacity)
-    }
-
-    /// FNV-1a of the key's bytes, or nil unless they are printable ASCII other than `"` and `\`:
-    /// the bytes of a JSON string's content, compared by SQLite as by Swift.
-    static func hash(ifPlainJSONText key: String) -> UInt64? {
-        var key = key
-        return key.withUTF8 { bytes -> UInt64? in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes {
-                guard byte >= 0x20, byte < 0x7F, byte != 0x22, byte != 0x5C else { return nil }
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-            }
-            return hash
-        }
-    }
-
-    /// The slot of `key`, or `next` when the key is new (it then takes it).
-    func slot(of key: String, hash: UInt64, next: Int) -> Int {
-        let mask = buckets.count - 1
-        var bucket = Int(truncatingIfNeeded: hash ^ (hash >> 29)) & mask
-        while buckets[bucket] != 0 {
-            let place = Int(buckets[bucket]) - 1
-            if hashes[place] == hash, keys[place] == key { return slots[place] }
-            bucket = (bucket + 1) & mask
-        }
-        keys.append(key)
-        slots.append(next)
-        hashes.append(hash)
-        buckets[bucket] = Int32(keys.count)
-        return next
-    }
-
-    /// `["key1","key2",…]`, the keys as they are (``hash(ifPlainJSONText:)`` let only such keys in).
-    func json() -> String {
-        var json: [UInt8] = [UInt8(ascii: "[")]
-        json.reserveCapacity(keys.reduce(2) { $0 + $1.utf8.count + 3 })
-        for (place, key) in keys.enumerated() {
-            if place > 0 { json.append(UInt8(ascii: ",")) }
-            json.append(UInt8(ascii: "\""))
-            json.append(contentsOf: key.utf8)
-            json.append(UInt8(ascii: "\""))
-        }
-        json.append(UInt8(ascii: "]"))
-        return String(decoding: json, as: UTF8.self)
-    }
-}
-
 /// What applying one batch looks up again and again, kept for the batch: each table's
 /// ``AppliedTable``, the numbers the metadatabase gives sites, and the held statements.
 private final class ApplyLookups {
-    private var tables: [String: AppliedTable?] = [:]
-    /// The last table asked for: a page's changes are mostly of one table.
-    private var lastTable: (name: String, table: AppliedTable?)?
+    /// The batch's tables (``PreparedChanges/tables``), each made when a change first needs it.
+    private let shapes: [TableShape]
+    private var tables: [AppliedTable?]
     private var siteNumbers: [Data: Int] = [:]
     /// The last site asked for: a page's changes mostly come from few sites, in runs.
     private var lastSite: (id: Data, number: Int)?
     private var keyedTexts: [String: String] = [:]
     private var recordVersion: Statement?
 
-    /// The synced table of that name, nil for one this schema does not know or does not sync.
-    func table(_ name: String, in schema: SchemaSnapshot) -> AppliedTable? {
-        if let lastTable, lastTable.name == name { return lastTable.table }
-        let table: AppliedTable?
-        if let known = tables[name] {
-            table = known
-        } else {
-            table = schema.table(named: name).flatMap { $0.sync == .synced ? AppliedTable($0) : nil }
-            tables[name] = table
-        }
-        lastTable = (name, table)
+    init(_ shapes: [TableShape]) {
+        self.shapes = shapes
+        tables = [AppliedTable?](repeating: nil, count: shapes.count)
+    }
+
+    /// The table at `place` in the batch's tables.
+    func table(_ place: Int) -> AppliedTable {
+        if let table = tables[place] { return table }
+        let table = AppliedTable(shapes[place])
+        tables[place] = table
         return table
     }
 
@@ -995,32 +883,23 @@ private final class ApplyLookups {
 
     /// After a savepoint's rollback: a number made inside it is gone from the metadatabase.
     func forgetNumbers() {
-        for case let table? in tables.values { table.forgetNumber() }
+        for case let table? in tables { table.forgetNumber() }
         siteNumbers = [:]
         lastSite = nil
     }
 }
 
-/// One synced table as a batch applies changes to it: its columns by position, how a name from
-/// the wire finds its column, its number in the metadatabase, and its statements, prepared once
-/// for the batch (an insert or update is prepared per set of columns it writes).
+/// One synced table as a batch applies changes to it: its ``TableShape``, its number in the
+/// metadatabase, and its statements, prepared once for the batch (an insert or update is prepared
+/// per set of columns it writes).
 private final class AppliedTable {
     enum Write { case insert, update }
 
-    let definition: TableDefinition
-    let keyColumns: [String]
-    /// The positions of the key columns in ``TableDefinition/columns``, in key order.
-    let keyPositions: [Int]
-    let isKey: [Bool]
-    /// Whether the table is STRICT, and each column's declared type, for the type check.
-    let isStrict: Bool
-    let columnTypes: [ColumnType]
-    /// Per column, the storage classes a STRICT table takes in it, as bits (``storageClassBit(_:)``):
-    /// comparing a ``ColumnType`` compares strings (about 240 instructions a value, callgrind).
-    private let acceptedClasses: [UInt8]
-    /// Column positions by declared name and by lowercased name; the first column of a
-    /// lowercased name wins, as a search from the start would find it.
-    private let positions: [String: Int]
+    let shape: TableShape
+    var definition: TableDefinition { shape.definition }
+    var keyColumns: [String] { shape.keyColumns }
+    var keyPositions: [Int] { shape.keyPositions }
+    var isKey: [Bool] { shape.isKey }
     private var number: Int?
     private var rowState: Statement?
     private var versions: Statement?
@@ -1030,62 +909,8 @@ private final class AppliedTable {
     private var multiRowInserts: [[Int]: Statement] = [:]
     private var appTriggers: Bool?
 
-    init(_ definition: TableDefinition) {
-        self.definition = definition
-        let keyColumns = ChangeTracker.keyColumns(of: definition)
-        let keyPositions = keyColumns.map { key in definition.columns.firstIndex { $0.name == key }! }
-        self.keyColumns = keyColumns
-        self.keyPositions = keyPositions
-        isKey = definition.columns.indices.map { keyPositions.contains($0) }
-        isStrict = definition.options.contains(.strict)
-        columnTypes = definition.columns.map(\.type)
-        let samples: [DatabaseValue] = [.null, .integer(0), .real(0), .text(""), .blob(Data([0]))]
-        acceptedClasses = columnTypes.map { type in
-            samples.reduce(0) { accepted, value in
-                Self.fits(value, type) ? accepted | Self.storageClassBit(value) : accepted
-            }
-        }
-        var byName: [String: Int] = [:]
-        for (position, column) in definition.columns.enumerated() where byName[column.name.lowercased()] == nil {
-            byName[column.name.lowercased()] = position
-        }
-        for position in byName.values { byName[definition.columns[position].name] = position }
-        positions = byName
-    }
-
-    /// Whether a STRICT table takes `value` in the column at `position`.
-    func accepts(_ value: DatabaseValue, at position: Int) -> Bool {
-        acceptedClasses[position] & Self.storageClassBit(value) != 0
-    }
-
-    /// The rule of a STRICT table: NULL anywhere (NOT NULL is SQLite's to check), anything in ANY,
-    /// an integer in a REAL column, otherwise the declared class.
-    /// See <https://www.sqlite.org/stricttables.html>.
-    private static func fits(_ value: DatabaseValue, _ type: ColumnType) -> Bool {
-        switch (type, value) {
-        case (_, .null): true
-        case (.any, _): true
-        case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): true
-        // STRICT tables take `INT` as a spelling of INTEGER.
-        case (let type, .integer): type.rawValue.uppercased() == "INT"
-        default: false
-        }
-    }
-
-    @inline(__always)
-    private static func storageClassBit(_ value: DatabaseValue) -> UInt8 {
-        switch value {
-        case .null: 1
-        case .integer: 2
-        case .real: 4
-        case .text: 8
-        case .blob: 16
-        }
-    }
-
-    /// Where a column named `name` (as it is, then lowercased, as SQLite compares names) is.
-    func position(of name: String) -> Int? {
-        positions[name] ?? positions[name.lowercased()]
+    init(_ shape: TableShape) {
+        self.shape = shape
     }
 
     func tableID(_ look: () throws -> Int) rethrows -> Int {

@@ -361,12 +361,14 @@ public final class SyncEngine {
         state: inout SyncState, limits: Limits, report: inout SyncReport, progress: ((SyncProgress) -> Void)?
     ) throws(SyncError) {
         let requests = requests
+        let log = log
         let pageSize = max(1, min(configuration.pullPageSize, limits.maxChangesPerPull))
         let request = PullRequest(
             protocolVersion: protocolVersion, schemaVersion: announcedSchema.version, site: site,
             cursor: state.cursor, limit: pageSize)
         // A page comes with its changes already in the store's terms (and without the wire's copy
-        // of them), converted on the thread that read it, not on the one applying the page before.
+        // of them) and prepared for the apply (ChangeLog.prepare), on the thread that read it, not
+        // on the one applying the page before, which holds the write lock.
         func fetch(after cursor: String?, limit: Int) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
@@ -383,7 +385,7 @@ public final class SyncEngine {
                 changes.reserveCapacity(wire.count)
                 while let change = wire.popLast() { changes.append(RemoteChange(change)) }
                 changes.reverse()
-                return (page, changes)
+                return (page, log.prepare(changes))
             }
         }
         // The pages' checkpoints are made on a thread of their own, which ends before this returns.
@@ -394,8 +396,8 @@ public final class SyncEngine {
         }
     }
 
-    /// A pull page, and its changes in the store's terms.
-    private typealias PulledPage = (page: PullResponse, changes: [RemoteChange])
+    /// A pull page, and its changes in the store's terms, prepared for the apply.
+    private typealias PulledPage = (page: PullResponse, changes: PreparedChanges)
 
     /// The first page a sync asks for: the store waits for it with nothing to do, and a page of
     /// 5,000 took about 30 ms to be read, compressed, sent and decoded. Each next page is asked
@@ -415,10 +417,12 @@ public final class SyncEngine {
         var joinsPages = true
         while true {
             let page: PullResponse
-            var changes: [RemoteChange]
+            // Optional, so that the transaction's first batch alone holds them (below).
+            var changes: PreparedChanges?
             switch Result(catching: { () throws(SyncError) -> PulledPage in try next.value() }) {
             case .success(let answer):
-                (page, changes) = answer
+                page = answer.page
+                changes = answer.changes
             case .failure(let error):
                 // The server can no longer serve the cursor (restored from a backup, or another
                 // server at this address): drop it and download the dataset again, once per sync.
@@ -445,11 +449,11 @@ public final class SyncEngine {
             var last = page
             var applied = state
             applied.cursor = page.cursor
-            var pulled = changes.count
+            var pulled = changes?.count ?? 0
             do throws(SyncError) {
-                if changes.isEmpty {
+                if pulled == 0 {
                     try store { try log.save(applied, db) }
-                } else if let afterApplyingChanges {
+                } else if let afterApplyingChanges, let changes {
                     // The app's step runs after each page, on what that page committed: one page
                     // per transaction. The cursor is saved after the step, so that a failing step
                     // leaves the page to be pulled and applied again (which changes nothing already
@@ -461,14 +465,14 @@ public final class SyncEngine {
                     try store { try log.save(applied, db) }
                 } else {
                     // Held by the transaction's first batch alone: not kept while later pages apply.
-                    var first: [RemoteChange]? = changes
-                    changes = []
+                    var first = changes
+                    changes = nil
                     let started = ContinuousClock.now
                     // Each page's cursor is saved with its changes; nil: the pages were rolled back.
                     let outcome = try store { () -> ApplyOutcome? in
                         do {
                             return try log.apply(
-                                batches: { () -> [RemoteChange]? in
+                                preparedBatches: { () -> PreparedChanges? in
                                     if let batch = first {
                                         first = nil
                                         return batch
