@@ -86,16 +86,60 @@ import Testing
             HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Self.large)
         }
         defer { server.stop() }
-        let response = try HTTPClient().send(HTTPClientRequest(url: Self.url(server, "/big")))
+        var compressing = HTTPClient.Configuration()
+        compressing.responseCompression = .always
+        let response = try HTTPClient(configuration: compressing).send(HTTPClientRequest(url: Self.url(server, "/big")))
         #expect(response.headers["Content-Encoding"] == "gzip")
         #expect(Int(response.headers["Content-Length"] ?? "") ?? .max < Self.large.count)
         #expect(response.body == Self.large)
 
         var plain = HTTPClient.Configuration()
-        plain.acceptsCompressedResponses = false
+        plain.responseCompression = .never
         let uncompressed = try HTTPClient(configuration: plain).send(HTTPClientRequest(url: Self.url(server, "/big")))
         #expect(uncompressed.headers["Content-Encoding"] == nil)
         #expect(uncompressed.body == Self.large)
+    }
+
+    /// By default a server on this machine is not asked for compressed responses (the server's
+    /// deflate and the client's inflate cost CPU to save bytes that cost nothing on loopback);
+    /// one handle asked before does not keep asking.
+    @Test func aServerOnThisMachineIsNotAskedForCompressedResponsesByDefault() throws {
+        let encodings = Locked<[String?]>([])
+        let server = try HTTPServer(configuration: .init(compressionThreshold: 512)) { request in
+            encodings.value.append(request.headers["Accept-Encoding"])
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Self.large)
+        }
+        defer { server.stop() }
+        #expect(HTTPClient.Configuration().responseCompression == .unlessLoopback)
+        let client = try HTTPClient()
+        for host in ["127.0.0.1", "localhost"] {
+            let url = try #require(URL(string: "http://\(host):\(server.port)/big"))
+            let response = try client.send(HTTPClientRequest(url: url))
+            #expect(response.headers["Content-Encoding"] == nil)
+            #expect(response.body == Self.large)
+        }
+        #expect(encodings.value == [nil, nil])
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.1.2.3", true), ("localhost", true), ("LocalHost", true), ("api.localhost", true),
+        ("localhost.", true), ("::1", true), ("[::1]", true), ("0:0:0:0:0:0:0:1", true), ("::ffff:127.0.0.1", true),
+        ("128.0.0.1", false), ("10.0.0.1", false), ("::2", false), ("::ffff:10.0.0.1", false),
+        ("sync.example.com", false), ("localhost.example.com", false), ("mylocalhost", false), ("", false),
+    ])
+    func loopbackHostsAreKnownWithoutALookup(host: String, isLoopback: Bool) {
+        #expect(HTTPClient.ResponseCompression.isLoopback(host: host) == isLoopback)
+    }
+
+    @Test func eachCompressionChoiceAsksAsItSays() throws {
+        let local = try #require(URL(string: "http://127.0.0.1:8080/v1/datasets/family/pull"))
+        let remote = try #require(URL(string: "https://sync.example.com/v1/datasets/family/pull"))
+        let v6 = try #require(URL(string: "http://[::1]:8080/healthz"))
+        #expect(HTTPClient.ResponseCompression.unlessLoopback.asks(for: remote))
+        #expect(!HTTPClient.ResponseCompression.unlessLoopback.asks(for: local))
+        #expect(!HTTPClient.ResponseCompression.unlessLoopback.asks(for: v6))
+        #expect(HTTPClient.ResponseCompression.always.asks(for: local))
+        #expect(!HTTPClient.ResponseCompression.never.asks(for: remote))
     }
 
     @Test func aGzipRequestBodyIsAcceptedByTheServer() throws {

@@ -4,8 +4,9 @@ extension HTTPClient {
     /// How an `HTTPClient` connects, waits, compresses and verifies.
     ///
     /// The defaults suit a sync client on a flaky network: a 10 s connect timeout, no total timeout
-    /// but an abort when less than 1 byte/s flows for 30 s, compressed responses accepted, TLS
-    /// certificates verified against the system's CAs, proxies taken from the environment.
+    /// but an abort when less than 1 byte/s flows for 30 s, compressed responses asked for (unless
+    /// the server is on this machine, see ``ResponseCompression``), TLS certificates verified
+    /// against the system's CAs, proxies taken from the environment.
     ///
     /// ```swift
     /// var configuration = HTTPClient.Configuration()
@@ -35,9 +36,10 @@ extension HTTPClient {
         /// The most a whole request may take, connecting included; nil for no limit.
         /// https://curl.se/libcurl/c/CURLOPT_TIMEOUT_MS.html
         public var totalTimeout: Duration?
-        /// Ask for compressed responses (`Accept-Encoding` with every coding this libcurl decodes,
-        /// gzip among them) and decode them. https://curl.se/libcurl/c/CURLOPT_ACCEPT_ENCODING.html
-        public var acceptsCompressedResponses: Bool
+        /// When to ask for compressed responses (`Accept-Encoding` with every coding this libcurl
+        /// decodes, gzip among them) and decode them: by default unless the server is on this
+        /// machine. https://curl.se/libcurl/c/CURLOPT_ACCEPT_ENCODING.html
+        public var responseCompression: ResponseCompression
         /// Request bodies larger than this many bytes are gzipped (zlib) and sent with
         /// `Content-Encoding: gzip`, unless the request sets its own `Content-Encoding`. nil (the
         /// default) never compresses: every OfflineStore server accepts gzip, other servers may not.
@@ -63,7 +65,7 @@ extension HTTPClient {
 
         public init(
             connectTimeout: Duration = .seconds(10), lowSpeedLimit: Int = 1, lowSpeedTime: Duration = .seconds(30),
-            totalTimeout: Duration? = nil, acceptsCompressedResponses: Bool = true,
+            totalTimeout: Duration? = nil, responseCompression: ResponseCompression = .unlessLoopback,
             requestCompressionThreshold: Int? = nil, verifiesCertificates: Bool = true, caFile: String? = nil,
             userAgent: String = HTTPClient.defaultUserAgent, maxResponseBytes: Int = 256 << 20,
             maxConcurrentRequests: Int = 2
@@ -72,7 +74,7 @@ extension HTTPClient {
             self.lowSpeedLimit = lowSpeedLimit
             self.lowSpeedTime = lowSpeedTime
             self.totalTimeout = totalTimeout
-            self.acceptsCompressedResponses = acceptsCompressedResponses
+            self.responseCompression = responseCompression
             self.requestCompressionThreshold = requestCompressionThreshold
             self.verifiesCertificates = verifiesCertificates
             self.caFile = caFile

@@ -201,7 +201,7 @@ public final class HTTPClient: @unchecked Sendable {
             try easy.set(.lowSpeedLimit, configuration.lowSpeedLimit)
             try easy.set(.lowSpeedTime, configuration.lowSpeedTime.curlSecondsAtLeastOne)
         }
-        if configuration.acceptsCompressedResponses {
+        if configuration.responseCompression.asks(for: url) {
             // "": every coding this libcurl can decode, announced in Accept-Encoding and decoded.
             try easy.set(.acceptEncoding, "")
         }

@@ -9,7 +9,7 @@ import Foundation
 /// request.headers["Authorization"] = "Bearer \(token)"
 /// ```
 ///
-/// The client adds `User-Agent`, `Accept-Encoding` (when `Configuration.acceptsCompressedResponses`),
+/// The client adds `User-Agent`, `Accept-Encoding` (when `Configuration.responseCompression` asks),
 /// `Content-Length`, and `Content-Encoding: gzip` when it compresses the body; it removes libcurl's
 /// default `Expect: 100-continue` and, for a body without a `Content-Type`, libcurl's default form
 /// type. A header given here wins over libcurl's (https://curl.se/libcurl/c/CURLOPT_HTTPHEADER.html).
