@@ -191,6 +191,80 @@ struct ChangeLogJournalTests {
         #expect(try journalCount(db) == 0)
     }
 
+    /// Reading the queue a batch at a time folds a large journal only as far as each batch needs
+    /// (a push's first batch goes without waiting for the whole fold), and what is read is what a
+    /// whole fold gives: every key and column, each last with its newest clock, in queue order. A
+    /// column changed again further on is read again there, as it would be had the app changed it
+    /// while the first batches were on their way.
+    @Test func readingTheQueueInBatchesFoldsALargeJournalAsItGoes() throws {
+        var (db, log) = try open()
+        let copy = directory.path("whole.sqlite")
+        func insert(_ prefix: String) throws {
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 2999)
+                    INSERT INTO remindersLists (id, name) SELECT ? || i, 'list ' || i FROM n
+                    """, arguments: [prefix])
+        }
+        // Rows inserted early changed further on (renamed, renamed again after more inserts, so
+        // in a later step of the fold, deleted).
+        try insert("L")
+        try db.execute("UPDATE remindersLists SET name = 'renamed' WHERE id LIKE 'L%' AND rowid % 7 = 0")
+        try insert("M")
+        try db.execute("UPDATE remindersLists SET name = 'again' WHERE id LIKE 'L%' AND rowid % 21 = 0")
+        try db.execute("DELETE FROM remindersLists WHERE id LIKE 'L%' AND rowid % 11 = 0")
+        let journaled = try journalCount(db)
+        #expect(journaled > 6_000 + 3_000 / 7)
+        // The same store folded whole, for comparison.
+        try db.execute("VACUUM main INTO \(copy)")
+        try db.execute("VACUUM ostore_meta INTO \(Metadatabase.path(forDatabaseAt: copy))")
+
+        func entry(_ change: PendingChange) -> String {
+            "\(change.operation.rawValue) \(change.primaryKey["id"]?.sqlLiteral ?? "") \(change.columns.keys.sorted())"
+        }
+        var read: [PendingChange] = []
+        var newest = try #require(try ChangeJournal.newestSequence(db))
+        var journalAfterBatches: [Int] = []
+        while true {
+            let batch = try log.pendingChanges(db, after: read.last?.sequence, limit: 500)
+            guard !batch.isEmpty else { break }
+            read += batch
+            journalAfterBatches.append(try journalCount(db))
+            if journalAfterBatches.count == 2 {
+                // A process that ends with the journal folded in part: the next one takes over
+                // (its open finds the log covering every change, and rescans nothing).
+                (db, log) = try open()
+            }
+            // The newest place never goes back, and nothing but the reads changes the log.
+            let now = try #require(try ChangeJournal.newestSequence(db))
+            #expect(now >= newest)
+            newest = now
+            #expect(try log.coversEveryChange(db))
+        }
+        // Folded in steps: the first batch left most of the journal where it was.
+        #expect(journalAfterBatches.first.map { $0 > journaled / 2 } == true)
+        #expect(try journalCount(db) == 0)
+        #expect(read.map(\.sequence) == read.map(\.sequence).sorted() && Set(read.map(\.sequence)).count == read.count)
+
+        let wholeDB = try Database(path: copy)
+        let wholeLog = try ChangeLog.open(wholeDB, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        #expect(try journalCount(wholeDB) == journaled)
+        let whole = try wholeLog.pendingChanges(wholeDB, limit: 100_000)
+        #expect(try journalCount(wholeDB) == 0)
+        // Each key and column ends with the same clock, and the order of their last reads is the
+        // whole fold's order.
+        var last: [String: (clock: Int64, position: Int)] = [:]
+        for (position, change) in read.enumerated() {
+            last[entry(change)] = (change.clock.packed, position)
+        }
+        #expect(last.count == whole.count && read.count > whole.count)
+        #expect(whole.allSatisfy { last[entry($0)]?.clock == $0.clock.packed })
+        #expect(whole.map(entry) == last.sorted { $0.value.position < $1.value.position }.map(\.key))
+        // Values are read from the rows as they are now, by both.
+        let wholeValues = Dictionary(whole.map { (entry($0), $0.columns) }, uniquingKeysWith: { $1 })
+        #expect(read.allSatisfy { wholeValues[entry($0)] == $0.columns })
+    }
+
     /// A fold that fails part way (here a trigger refuses one entry) or is rolled back with the
     /// caller's transaction leaves every change where it was: in the journal, once.
     @Test func anInterruptedFoldLeavesEachChangeExactlyOnce() throws {

@@ -120,6 +120,42 @@ struct PushesInFlightTests {
         #expect(try alice.log.pendingCount(alice.db) == 0)
     }
 
+    /// A queue of more than two batches still in the journal is folded as it is pushed (the first
+    /// batch goes before the rest is folded): every change reaches the server once, in order, each
+    /// batch naming the one before it, and another device ends with the same rows.
+    @Test func aJournalLargerThanTwoBatchesIsFoldedAsItIsPushed() throws {
+        let dataset = try InProcessDataset(in: directory, pushOrderWait: .seconds(30))
+        let transport = RecordingTransport(dataset.transport)
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: dataset.token)
+        try alice.db.transaction { db in
+            for index in 0..<60 {
+                try db.execute("INSERT INTO remindersLists (id, name) VALUES (\("L\(index)"), 'list')")
+            }
+        }
+        // Changes further on to rows inserted first.
+        try alice.db.execute("UPDATE remindersLists SET name = 'renamed' WHERE id IN ('L0', 'L1', 'L59')")
+        try alice.db.execute("DELETE FROM remindersLists WHERE id = 'L2'")
+        #expect(try alice.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_journal") == 64)
+
+        _ = try alice.engine.sync()
+        #expect(try alice.log.pendingCount(alice.db) == 0)
+        #expect(try alice.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_journal") == 0)
+        let pushes = transport.pushes.value.sorted { ($0.seqs.first ?? 0) < ($1.seqs.first ?? 0) }
+        #expect(pushes.allSatisfy { $0.status == 200 })
+        let sent = pushes.flatMap(\.seqs)
+        #expect(sent == sent.sorted() && Set(sent).count == sent.count)
+        #expect(try seqsInTheLog(dataset, of: alice.site) == sent)
+        for (earlier, later) in zip(pushes, pushes.dropFirst()) where later.after != nil {
+            #expect(later.after == earlier.seqs.last)
+        }
+        let bob = try Device(directory, "bob.sqlite", transport: dataset.transport, token: dataset.token)
+        _ = try bob.engine.sync()
+        let lists = SQL(sql: "SELECT id || ' ' || name FROM remindersLists ORDER BY id")
+        #expect(try bob.rows(lists) == alice.rows(lists))
+        #expect(try bob.count("remindersLists") == 59)
+        #expect(try bob.rows("SELECT name FROM remindersLists WHERE id IN ('L0', 'L59')") == ["renamed", "renamed"])
+    }
+
     /// A server of an earlier release does not announce `maxPushesInFlight` and would ignore
     /// `after`: the engine then sends one batch at a time, without it.
     @Test func aServerThatDoesNotAnnounceItGetsOneBatchAtATime() throws {

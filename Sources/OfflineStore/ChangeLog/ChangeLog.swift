@@ -39,9 +39,10 @@ public struct ChangeLog: Sendable {
     }
 
     /// Up to `limit` pending changes after the last acknowledged push, oldest first. It folds
-    /// the change journal first (``foldJournal(_:)``); on a connection that may not write (a
-    /// pool's reader), it reads the journal and the keyed log together instead, which costs a pass
-    /// over the journal per call.
+    /// the change journal first (``foldJournal(_:)``), a large one only as far as the batch needs
+    /// (the rest is folded by the calls for the next batches, while a sync's earlier batches are
+    /// on their way); on a connection that may not write (a pool's reader), it reads the journal
+    /// and the keyed log together instead, which costs a pass over the journal per call.
     public func pendingChanges(_ db: Database, after sequence: Int64? = nil, limit: Int = 500) throws
         -> [PendingChange]
     {
@@ -63,7 +64,8 @@ public struct ChangeLog: Sendable {
     ) throws -> [Converted] {
         // SQLite reads `LIMIT -1` as no limit: nothing is asked for, nothing is read.
         guard limit > 0 else { return [] }
-        let log = try ChangeJournal.readableLog(db, fold: true)
+        let log = try ChangeJournal.readableLog(
+            db, fold: true, ahead: (sequence: try sequence ?? pushedSequence(db), count: limit))
         // One read transaction for the batch: in autocommit mode every row read took and released
         // the WAL's read lock (two fcntl calls, 200,000 for a push of 100,000 changes) and checked
         // the files for changes.
