@@ -59,6 +59,9 @@ struct BadInputTests {
         let error = try #require(throws: DatabaseError.self) { try Database(path: path) }
         #expect(error.primaryResultCode == .cantOpen)
         #expect(error.message.contains(path))
+        // The system's own reason, which tells a missing directory from a permission or a full disk.
+        #expect(error.systemErrorNumber == ENOENT)
+        #expect(error.description.contains("(system error \(ENOENT): No such file or directory)"))
         #expect(!FileManager.default.fileExists(atPath: directory.path("does")))
     }
 

@@ -90,8 +90,11 @@ struct ErrorTests {
         #expect(error.message.contains("FOREIGN KEY constraint failed"))
         #expect(error.sql == "INSERT INTO children (parentID, secret) VALUES (?, ?)")
         #expect(error.arguments == [.integer(42), .text("s")])
+        // No operating system call failed: no stale errno is shown.
+        #expect(error.systemErrorNumber == nil)
 
         let description = error.description
+        #expect(!description.contains("system error"))
         #expect(description.contains("SQLITE_CONSTRAINT_FOREIGNKEY (787)"))
         #expect(description.contains("INSERT INTO children (parentID, secret) VALUES (?, ?)"))
         #expect(description.contains("defer_foreign_keys"))
@@ -151,6 +154,9 @@ struct ErrorTests {
     @Test func resultCodeDescriptions() {
         #expect(ResultCode.constraintUnique.description.contains("SQLITE_CONSTRAINT_UNIQUE (2067)"))
         #expect(ResultCode.busy.description.contains("SQLITE_BUSY (5)"))
+        // An I/O error names the operation that failed (this one was seen in a test run as "SQLite code 4874").
+        #expect(ResultCode(rawValue: 4874).description.contains("SQLITE_IOERR_SHMSIZE (4874)"))
+        #expect(ResultCode(rawValue: 10 | (33 << 8)).description.contains("SQLITE_IOERR_CORRUPTFS (8458)"))
         #expect(ResultCode(rawValue: 0x7777).description.hasPrefix("SQLite code 30583"))
     }
 

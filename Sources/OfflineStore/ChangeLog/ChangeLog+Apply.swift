@@ -545,11 +545,11 @@ extension ChangeLog {
 
     /// The log's entries for every row of the page (its distinct keys, which ``prepare(_:)``
     /// found), read by one statement per table (the keys bound as one JSON array) instead of one
-    /// per change, kept in a ``PageLog``. Only keys the log
-    /// stores as ASCII text without quotes, backslashes or control characters are read so: SQLite
-    /// compares them byte for byte as Swift compares ASCII strings (a number may equal a value of
-    /// another type, and Swift equates canonically equivalent Unicode strings), and they go into
-    /// JSON as they are; the others read their row when applied.
+    /// per change, kept in a ``PageLog``. Only keys the log stores as ASCII text without quotes,
+    /// backslashes or control characters are read so: SQLite compares them byte for byte as Swift
+    /// compares ASCII strings (a number may equal a value of another type, and Swift equates
+    /// canonically equivalent Unicode strings), and they go into JSON as they are; the others read
+    /// their row when applied.
     /// See <https://www.sqlite.org/json1.html#jeach>.
     private func readPageLog(_ batch: PreparedChanges, _ db: Database) throws -> PageLog {
         let rows = batch.rows

@@ -20,9 +20,11 @@ final class ConnectionHandle {
         guard code == SQLITE_OK, let opened else {
             let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             let extended = opened.map { sqlite3_extended_errcode($0) } ?? code
+            let system = opened.map { sqlite3_system_errno($0) } ?? 0
             sqlite3_close_v2(opened)
             throw DatabaseError(
-                resultCode: ResultCode(rawValue: extended), message: "cannot open database at \(path): \(message)")
+                resultCode: ResultCode(rawValue: extended), message: "cannot open database at \(path): \(message)",
+                systemErrorNumber: system != 0 ? system : nil)
         }
         pointer = opened
         sqlite3_extended_result_codes(opened, 1)
@@ -58,9 +60,13 @@ final class ConnectionHandle {
         }
         var extended = sqlite3_extended_errcode(pointer)
         if extended & 0xFF != code & 0xFF { extended = code }
+        // Only where an operating system call failed; otherwise the errno is stale.
+        let system =
+            [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xFF) ? sqlite3_system_errno(pointer) : 0
         return DatabaseError(
             resultCode: ResultCode(rawValue: extended), message: String(cString: sqlite3_errmsg(pointer)),
-            sql: sql, arguments: arguments, showsArguments: showsArguments)
+            sql: sql, arguments: arguments, showsArguments: showsArguments,
+            systemErrorNumber: system != 0 ? system : nil)
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one error type of the database layer: SQLite's refusals and the
 /// library's own checks (value conversion, misuse, missing columns).
 ///
@@ -30,6 +32,10 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     public let value: DatabaseValue?
     /// Whether ``description`` may show ``arguments`` and ``value``.
     public let showsArguments: Bool
+    /// For an I/O error, a full disk or a file that cannot be opened: the `errno` of the system
+    /// call that failed (`sqlite3_system_errno`), which says which of the many causes it was.
+    /// See <https://www.sqlite.org/c3ref/system_errno.html>.
+    public let systemErrorNumber: Int32?
 
     public init(
         resultCode: ResultCode,
@@ -37,7 +43,8 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         sql: String? = nil,
         arguments: [DatabaseValue]? = nil,
         value: DatabaseValue? = nil,
-        showsArguments: Bool = false
+        showsArguments: Bool = false,
+        systemErrorNumber: Int32? = nil
     ) {
         self.resultCode = resultCode
         self.message = message
@@ -45,6 +52,7 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         self.arguments = arguments
         self.value = value
         self.showsArguments = showsArguments
+        self.systemErrorNumber = systemErrorNumber
     }
 
     /// The primary result code.
@@ -52,6 +60,9 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
 
     public var description: String {
         var text = "\(resultCode.description) — \(message)"
+        if let systemErrorNumber {
+            text += " (system error \(systemErrorNumber): \(String(cString: strerror(systemErrorNumber))))"
+        }
         if let sql {
             text += " — in `\(sql)`"
         }
@@ -132,13 +143,14 @@ extension DatabaseError {
     func with(sql: String, arguments: [DatabaseValue]?, showsArguments: Bool) -> DatabaseError {
         DatabaseError(
             resultCode: resultCode, message: message, sql: self.sql ?? sql,
-            arguments: self.arguments ?? arguments, value: value, showsArguments: showsArguments)
+            arguments: self.arguments ?? arguments, value: value, showsArguments: showsArguments,
+            systemErrorNumber: systemErrorNumber)
     }
 
     /// The same error with more words in front of its message.
     func prefixed(_ context: String) -> DatabaseError {
         DatabaseError(
             resultCode: resultCode, message: "\(context): \(message)", sql: sql,
-            arguments: arguments, value: value, showsArguments: showsArguments)
+            arguments: arguments, value: value, showsArguments: showsArguments, systemErrorNumber: systemErrorNumber)
     }
 }
