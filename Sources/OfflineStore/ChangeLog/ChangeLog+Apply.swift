@@ -476,7 +476,7 @@ extension ChangeLog {
 
     /// The key's values in the order of `keyColumns`. The change names the same key columns as
     /// the table, compared as SQLite compares names (case-insensitively); usually exactly.
-    static func keyValues(of change: RemoteChange, keyColumns: [String], table: String) throws
+    static func keyValues(of change: RemoteChange, keyColumns: [String], table: String) throws(ChangeLogError)
         -> [DatabaseValue]
     {
         if change.primaryKey.count == keyColumns.count {
@@ -689,7 +689,7 @@ extension ChangeLog {
 }
 
 /// The log's entries of a page's rows while the page applies whole (see
-/// ``ChangeLog/readPageLog(_:lookups:_:)``): each row's versions, as the changes applied so far
+/// ``ChangeLog/readPageLog(_:_:)``): each row's versions, as the changes applied so far
 /// left them, so that a later change of the same row merges against what an earlier one recorded;
 /// the page's new rows, inserted together (``insert(_:into:_:)``); and the entries the page
 /// records, written together by ``write(_:)`` (about 14,000 instructions a pulled insert one at a
@@ -898,7 +898,6 @@ private final class AppliedTable {
     let shape: TableShape
     var definition: TableDefinition { shape.definition }
     var keyColumns: [String] { shape.keyColumns }
-    var keyPositions: [Int] { shape.keyPositions }
     var isKey: [Bool] { shape.isKey }
     private var number: Int?
     private var rowState: Statement?

@@ -51,27 +51,18 @@ extension ChangeLog {
                 continue
             }
             let shape = tables[place]
-            do {
+            // A key that fails leaves `loggedKey` NULL: no slot below.
+            do throws(ChangeLogError) {
                 plan.keyValues = try Self.keyValues(
                     of: change, keyColumns: shape.keyColumns, table: shape.definition.name)
-            } catch {
-                plan.refused =
-                    error as? ChangeLogError
-                    ?? ChangeLogError(.invalidChange, table: shape.definition.name, "\(error)")
-                plans.append(plan)
-                continue
-            }
-            plan.loggedKey = Self.loggedKey(plan.keyValues)
-            do {
+                plan.loggedKey = Self.loggedKey(plan.keyValues)
                 (plan.known, plan.unknown) = try Self.valuesByPosition(change, in: shape)
                 for (position, value) in zip(shape.keyPositions, plan.keyValues) { plan.known[position] = value }
             } catch {
-                plan.refused =
-                    error as? ChangeLogError
-                    ?? ChangeLogError(.invalidChange, table: shape.definition.name, "\(error)")
+                plan.refused = error
             }
             // Only keys the log stores as plain ASCII JSON text are read together (see
-            // ``readPageLog(_:lookups:_:)``); the others read their row when applied.
+            // ``readPageLog(_:_:)``); the others read their row when applied.
             if case .text(let key) = plan.loggedKey, let hash = PageKeys.hash(ifPlainJSONText: key) {
                 let name = shape.definition.name
                 let keys: PageKeys
@@ -122,7 +113,7 @@ extension ChangeLog {
 
     /// The change's values by the table's column positions (a name matched as SQLite matches
     /// names), and the values of names this schema does not know, which wait in the stash.
-    private static func valuesByPosition(_ change: RemoteChange, in shape: TableShape) throws -> (
+    private static func valuesByPosition(_ change: RemoteChange, in shape: TableShape) throws(ChangeLogError) -> (
         known: [DatabaseValue?], unknown: [String: DatabaseValue]
     ) {
         let table = shape.definition
@@ -154,7 +145,7 @@ extension ChangeLog {
 
 /// The distinct keys of one table's changes in a page, each with its row's slot in a ``PageLog``:
 /// an open-addressing table on a hash of the key's bytes (a `Dictionary` of `String` cost about
-/// 1,200 instructions a key, callgrind), and the JSON array ``ChangeLog/readPageLog(_:lookups:_:)``
+/// 1,200 instructions a key, callgrind), and the JSON array ``ChangeLog/readPageLog(_:_:)``
 /// binds. Used by one ``ChangeLog/prepare(_:)`` call, on its thread.
 private final class PageKeys {
     // Touched for every change of a page, by one preparation at a time: accesses never overlap,

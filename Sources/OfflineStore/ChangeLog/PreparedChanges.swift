@@ -53,7 +53,7 @@ struct ChangePlan: Sendable {
 }
 
 /// The rows of a page whose log entries one statement per table reads
-/// (``ChangeLog/readPageLog(_:lookups:_:)``): keys stored as plain ASCII JSON text.
+/// (``ChangeLog/readPageLog(_:_:)``): keys stored as plain ASCII JSON text.
 struct PageRows: Sendable {
     /// One table's distinct keys as a JSON array, and the slot of each.
     struct Keys: Sendable {
