@@ -38,6 +38,48 @@ struct BulkArgumentsTests {
         #expect(inPlace[1][5] == .text("text") && inPlace[1][6] == .text("blob"))
     }
 
+    /// Any ``DatabaseValue``, reals included (the remote apply binds pulled rows this way), is
+    /// stored as the copying bind stores it, with its storage class.
+    @Test func databaseValuesOfEveryKindAreStoredAsTheCopyingBindStoresThem() throws {
+        let db = try Database.inMemory()
+        // No declared type: no affinity converts a value on its way in.
+        try db.execute("CREATE TABLE t (v)")
+        try db.execute("CREATE TABLE copied (v)")
+        let values: [DatabaseValue] = [
+            .null, .integer(-7), .real(2.5), .real(-0.0), .real(.infinity), .text("ünïcode"), .text(""),
+            .blob(Data([1, 2, 3])), .blob(Data()),
+        ]
+        var arguments = BulkArguments()
+        for value in values { arguments.append(value) }
+        let placeholders = Array(repeating: "(?)", count: values.count).joined(separator: ", ")
+        try db.cachedStatement("INSERT INTO t VALUES \(placeholders)").execute(arguments)
+        for value in values { try db.cachedStatement("INSERT INTO copied VALUES (?)").execute(value) }
+        let select = "SELECT v, typeof(v) FROM"
+        let inPlace = try db.fetchAll(SQL(sql: "\(select) t ORDER BY rowid")).map { try $0.values() }
+        let copied = try db.fetchAll(SQL(sql: "\(select) copied ORDER BY rowid")).map { try $0.values() }
+        #expect(inPlace == copied)
+        #expect(inPlace.map { $0[1] } == ["null", "integer", "real", "real", "real", "text", "text", "blob", "blob"].map {
+            DatabaseValue.text($0)
+        })
+    }
+
+    /// NaN is refused as the copying bind refuses it (SQLite would store NULL), and nothing of
+    /// the run is left bound or written.
+    @Test func aNaNIsRefusedAsTheCopyingBindRefusesIt() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t (a TEXT, b REAL)")
+        var arguments = BulkArguments()
+        arguments.append(text: "before")
+        arguments.append(real: .nan)
+        let insert = try db.cachedStatement("INSERT INTO t VALUES (?, ?)")
+        let error = try #require(throws: DatabaseError.self) { try insert.execute(arguments) }
+        #expect(error.resultCode == .mismatch)
+        #expect(error.message.contains("NaN"))
+        #expect(try insert.step(arguments: nil) == false)
+        insert.reset()
+        #expect(try db.fetchAll(String?.self, "SELECT a FROM t") == [nil])
+    }
+
     /// A count that does not match the statement's parameters is refused before anything is bound.
     @Test func aWrongNumberOfArgumentsIsRefused() throws {
         let db = try Database.inMemory()

@@ -23,6 +23,10 @@ extension ChangeLog {
         var pageKeysByTable: [String: Int] = [:]
         var lastKeys: (table: String, keys: PageKeys)?
         var repeated: [Bool] = []
+        // The page's sites, each once: its changes mostly come from few sites, in runs.
+        var sites: [Data] = []
+        var sitePlaces: [Data: Int] = [:]
+        var lastSite: (id: Data, place: Int)?
         for index in changes.indices {
             let change = changes[index]
             let place: Int?
@@ -45,7 +49,18 @@ extension ChangeLog {
                 places[change.table] = place
             }
             last = (change.table, place)
-            var plan = ChangePlan(refusedBeforeClock: Self.refusalBeforeClock(change), table: place)
+            let site: Int
+            if let lastSite, lastSite.id == change.siteID {
+                site = lastSite.place
+            } else if let known = sitePlaces[change.siteID] {
+                site = known
+            } else {
+                site = sites.count
+                sites.append(change.siteID)
+                sitePlaces[change.siteID] = site
+            }
+            lastSite = (change.siteID, site)
+            var plan = ChangePlan(refusedBeforeClock: Self.refusalBeforeClock(change), table: place, site: site)
             guard let place else {
                 plans.append(plan)
                 continue
@@ -87,7 +102,7 @@ extension ChangeLog {
             plans.append(plan)
         }
         return PreparedChanges(
-            changes: changes, schema: schema, tables: tables, plans: plans,
+            changes: changes, schema: schema, tables: tables, sites: sites, plans: plans,
             rows: PageRows(
                 slots: slots, repeated: repeated,
                 keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }))

@@ -20,6 +20,8 @@ public struct PreparedChanges: Sendable {
     let schema: SchemaSnapshot
     /// The synced tables the changes name, each once; ``ChangePlan/table`` is a place here.
     let tables: [TableShape]
+    /// The site ids the changes carry, each once; ``ChangePlan/site`` is a place here.
+    let sites: [Data]
     /// Per change, what preparing it found.
     let plans: [ChangePlan]
     /// The distinct rows of the page whose log entries are read together.
@@ -39,6 +41,9 @@ struct ChangePlan: Sendable {
     /// Its table's place in ``PreparedChanges/tables``; nil when the schema does not sync a table of
     /// that name.
     var table: Int?
+    /// Its site id's place in ``PreparedChanges/sites``: the apply looks the site's number up by
+    /// place, without comparing ids.
+    var site: Int
     /// Why the change is refused once its table is known: its key or one of its columns.
     var refused: ChangeLogError?
     /// The key's values in the order of the table's key columns.

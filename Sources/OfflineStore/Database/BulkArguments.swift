@@ -23,6 +23,7 @@ public struct BulkArguments: Sendable {
     enum Slot: Sendable {
         case null
         case integer(Int64)
+        case real(Double)
         case text(start: Int, count: Int)
         case blob(start: Int, count: Int)
     }
@@ -50,6 +51,23 @@ public struct BulkArguments: Sendable {
     /// A NULL.
     public mutating func appendNull() {
         slots.append(.null)
+    }
+
+    /// A floating-point number. NaN is refused when the arguments are bound, as
+    /// ``Statement/bind(_:toParameter:)`` refuses it (SQLite would store NULL).
+    public mutating func append(real: Double) {
+        slots.append(.real(real))
+    }
+
+    /// Any value, as the sibling for its type appends it.
+    public mutating func append(_ value: DatabaseValue) {
+        switch value {
+        case .null: appendNull()
+        case .integer(let integer): slots.append(.integer(integer))
+        case .real(let real): append(real: real)
+        case .text(let text): append(text: text)
+        case .blob(let bytes): append(blob: bytes)
+        }
     }
 
     /// A text, as its UTF-8 bytes.
@@ -115,6 +133,13 @@ extension Statement {
                 code = sqlite3_bind_null(handle, position)
             case .integer(let integer):
                 code = sqlite3_bind_int64(handle, position, integer)
+            case .real(let real) where real.isNaN:
+                sqlite3_clear_bindings(handle)
+                throw DatabaseError.conversion(
+                    "parameter \(offset + 1) is NaN, which SQLite would store as NULL; store NULL or a sentinel explicitly"
+                ).with(sql: sql, arguments: nil, showsArguments: false)
+            case .real(let real):
+                code = sqlite3_bind_double(handle, position, real)
             case .text(let start, let count):
                 // A nil pointer would bind NULL: an empty text stays an empty text.
                 let text = count == 0 ? emptyCString : (buffer.baseAddress! + start).assumingMemoryBound(to: CChar.self)
