@@ -58,9 +58,11 @@ struct BulkArgumentsTests {
         let inPlace = try db.fetchAll(SQL(sql: "\(select) t ORDER BY rowid")).map { try $0.values() }
         let copied = try db.fetchAll(SQL(sql: "\(select) copied ORDER BY rowid")).map { try $0.values() }
         #expect(inPlace == copied)
-        #expect(inPlace.map { $0[1] } == ["null", "integer", "real", "real", "real", "text", "text", "blob", "blob"].map {
-            DatabaseValue.text($0)
-        })
+        #expect(
+            inPlace.map { $0[1] }
+                == ["null", "integer", "real", "real", "real", "text", "text", "blob", "blob"].map {
+                    DatabaseValue.text($0)
+                })
     }
 
     /// NaN is refused as the copying bind refuses it (SQLite would store NULL), and nothing of

@@ -382,7 +382,9 @@ extension ChangeLog {
             }
             if row.exists == true {
                 try db.execute(
-                    SQL(sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns), arguments: keyValues))
+                    SQL(
+                        sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns),
+                        arguments: keyValues))
             }
             try record("-")
             outcome.applied += 1
