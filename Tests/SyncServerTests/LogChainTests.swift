@@ -34,6 +34,39 @@ struct LogChainTests {
                 != LogChain.next(after: LogChain.next(after: nil, body: "abcde"), body: "fghij"))
     }
 
+    /// Pushes larger than one insert of the log holds (the SQLite storage writes 64 entries a
+    /// statement, the rest one by one), and one that replays part of the previous push: every new
+    /// change is stored once, in order, each with the fingerprint of the log up to it.
+    @Test(arguments: StorageBackend.allCases)
+    func largePushesStoreEveryEntryInOrderWithItsFingerprint(_ backend: StorageBackend) throws {
+        let directory = try TemporaryDirectory()
+        let (storage, log) = try Self.open(backend, in: directory)
+        try storage.createDataset(named: "family")
+        func batch(_ seqs: ClosedRange<Int64>) -> [Change] {
+            seqs.map { seq in
+                Change(
+                    table: "notes", key: ["id": .text("n\(seq)")], op: .insert,
+                    columns: ["title": .text("title \(seq), \"quoted\"")],
+                    clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: site, seq: seq)
+            }
+        }
+        #expect(
+            try storage.storeBatch(batch(1...150), site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                == 150)
+        #expect(
+            try storage.storeBatch(batch(141...220), site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                == 220)
+        let entries = try log()
+        #expect(entries.map(\.serial) == Array(1...220))
+        let stored = try entries.map { try JSONDecoder().decode(Change.self, from: Data($0.body.utf8)) }
+        #expect(stored == batch(1...220))
+        var chain: Int64?
+        for entry in entries {
+            chain = LogChain.next(after: chain, body: entry.body)
+            #expect(entry.chain == chain, "entry \(entry.serial)")
+        }
+    }
+
     /// Pushes of several sites at once (one group commit of several pushes on SQLite, several
     /// connections waiting for the dataset's row on PostgreSQL): every entry's fingerprint is made
     /// from the one stored before it, and the dataset keeps its newest entry's. A fingerprint read
