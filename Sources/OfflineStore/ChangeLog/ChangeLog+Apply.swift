@@ -170,7 +170,6 @@ extension ChangeLog {
                             try afterEach(db)
                             // Applied: not held while the batches after it apply.
                             first = nil
-                            Self.release(consume firstBatch)
                             var joined = 0
                             while let changes = try next() {
                                 joined += 1
@@ -188,7 +187,6 @@ extension ChangeLog {
                                         fix: "apply the batches again, the first of them alone")
                                 }
                                 try afterEach(db)
-                                Self.release(consume changes)
                                 outcome.applied += applied.applied
                                 outcome.superseded += applied.superseded
                                 outcome.rejected += applied.rejected
@@ -225,24 +223,6 @@ extension ChangeLog {
                 metadata: ["path": db.path, "reason": "\(failed.underlying)"])
             return try run(true)
         }
-    }
-
-    /// Frees an applied batch on another thread: its changes, their values and what preparing them
-    /// found are a dozen allocations a change, whose freeing was an eighth of the thread applying
-    /// the batches (callgrind); the batch after it applies meanwhile. The batch is moved into the
-    /// box, so the box's is the last reference to it, and emptying it frees it there.
-    private static func release(_ batch: consuming PreparedChanges) {
-        let box = ReleasedBatch(batch)
-        DispatchQueue.global(qos: .utility).async { box.batch = nil }
-    }
-
-    /// An applied batch on its way to being freed (``release(_:)``).
-    ///
-    /// `@unchecked Sendable` is safe because `batch` is written once more only, by the one
-    /// closure the box is handed to, after the thread that made it has let go of it.
-    private final class ReleasedBatch: @unchecked Sendable {
-        var batch: PreparedChanges?
-        init(_ batch: consuming PreparedChanges) { self.batch = consume batch }
     }
 
     /// Thrown out of the transaction of a batch applied without savepoints, to roll it back.
