@@ -6,14 +6,14 @@ import Testing
 
 @testable import SyncServer
 
-/// The state (`server_rows`, each row's cells packed in it) is folded from the log after a push is
+/// The state (`state_rows` in `state.sqlite`, each row's cells packed in it) is folded from the log after a push is
 /// acknowledged.
 @Suite("Reference server: the state folded after the acknowledgement")
 struct StateFoldTests {
-    private let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
-    private let schema = SchemaVersion(1, 0)
+    let site = SiteID(bytes: Data(repeating: 0xA1, count: 16))!
+    let schema = SchemaVersion(1, 0)
 
-    private func change(
+    func change(
         _ op: Change.Operation, _ id: String, _ columns: [String: WireValue] = [:], seq: Int64
     ) -> Change {
         Change(
@@ -22,7 +22,7 @@ struct StateFoldTests {
     }
 
     /// Inserts n1…n5, then updates n1, deletes n2 and inserts n6.
-    private var history: [Change] {
+    var history: [Change] {
         (1...5).map { change(.insert, "n\($0)", ["title": .text("t\($0)")], seq: Int64($0)) } + [
             change(.update, "n1", ["title": .text("edited")], seq: 6),
             change(.delete, "n2", seq: 7),
@@ -30,7 +30,7 @@ struct StateFoldTests {
         ]
     }
 
-    private func snapshot(_ storage: SQLiteSyncStorage) throws -> (changes: [Change], startSerial: Int64) {
+    func snapshot(_ storage: SQLiteSyncStorage) throws -> (changes: [Change], startSerial: Int64) {
         var position: SnapshotPosition?
         var changes: [Change] = []
         while true {
@@ -42,7 +42,7 @@ struct StateFoldTests {
     }
 
     /// What a new client downloads: the snapshot, then the log after the snapshot's serial.
-    private func everything(_ storage: SQLiteSyncStorage) throws -> (snapshot: [Change], log: [Change]) {
+    func everything(_ storage: SQLiteSyncStorage) throws -> (snapshot: [Change], log: [Change]) {
         let (changes, startSerial) = try snapshot(storage)
         let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
         let page = try storage.readLog(dataset: "family", after: startSerial, excluding: other, limit: 1_000)
@@ -52,7 +52,7 @@ struct StateFoldTests {
 
     /// Titles by row id as a client ends up with them after applying `changes` in order (the
     /// history above has one writer, so order is causal).
-    private func titles(_ changes: [Change]) -> [String: String] {
+    func titles(_ changes: [Change]) -> [String: String] {
         var rows: [String: String] = [:]
         for change in changes {
             guard case .text(let id) = change.key["id"] else { continue }
@@ -65,7 +65,7 @@ struct StateFoldTests {
         return rows
     }
 
-    private let expected = ["n1": "edited", "n3": "t3", "n4": "t4", "n5": "t5", "n6": "t6"]
+    let expected = ["n1": "edited", "n3": "t3", "n4": "t4", "n5": "t5", "n6": "t6"]
 
     @Test func anAcknowledgedPushLeftUnfoldedByACrashIsInTheSnapshotAfterTheRestart() throws {
         let directory = try TemporaryDirectory()
@@ -151,6 +151,7 @@ struct StateFoldTests {
         let folded = try db.columnExists("foldedSerial", in: "server_datasets")
         #expect(folded == (version >= ServerSchemaV1_2.versionIdentifier))
         try db.execute(sql: "ATTACH DATABASE ? AS \"reference\"", arguments: [reference.path])
+        try db.execute(sql: "ATTACH DATABASE ? AS \"referenceState\"", arguments: [reference.state.path])
         try db.executeScript(
             """
             INSERT INTO server_datasets (id, name, createdAt, schemaVersion, lastSerial, incarnation)
@@ -160,11 +161,11 @@ struct StateFoldTests {
                 SELECT datasetID, serial, site, body FROM reference.server_log;
             INSERT INTO server_rows
                 SELECT datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite
-                FROM reference.server_rows;
+                FROM referenceState.state_rows;
             """)
         if folded { try db.execute(sql: "UPDATE server_datasets SET foldedSerial = lastSerial") }
         let rows = try db.fetchAll(
-            "SELECT datasetID, tableName, key, createdClock, createdSite, cells FROM reference.server_rows")
+            "SELECT datasetID, tableName, key, createdClock, createdSite, cells FROM referenceState.state_rows")
         for row in rows {
             let merged = try MergedRow(
                 created: try SQLiteSyncStorage.version(row, clockAt: 3), deleted: nil,
@@ -188,12 +189,13 @@ struct StateFoldTests {
             }
         }
         try db.execute(sql: "DETACH DATABASE \"reference\"")
+        try db.execute(sql: "DETACH DATABASE \"referenceState\"")
         return directory
     }
 
     /// The history above, a row known only from an update, and values of every storage class,
     /// some written by the row's creation and some later.
-    private var varied: [Change] {
+    var varied: [Change] {
         history + [
             change(.update, "n9", ["title": .text("only updated")], seq: 9),
             change(
@@ -208,7 +210,7 @@ struct StateFoldTests {
 
     /// A storage of this release holding ``varied``, folded, and a data directory of `version`
     /// holding the same.
-    private func upgradeCase(_ version: Schema.Version, in directory: TemporaryDirectory) throws
+    func upgradeCase(_ version: Schema.Version, in directory: TemporaryDirectory) throws
         -> (reference: SQLiteSyncStorage, old: URL)
     {
         let reference = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("reference")))
@@ -286,6 +288,7 @@ struct StateFoldTests {
         let alice = TestPeer(server, dataset: "family", token: token, siteByte: 0xA1)
         _ = try alice.hello()
         let database = server.dataDirectory.appendingPathComponent(SQLiteSyncStorage.fileName).path
+        let stateFile = server.dataDirectory.appendingPathComponent(ServerStateFile.fileName).path
         var killedUnfolded = 0
         for round in 0..<3 {
             let first = Int64(round * 100 + 1)
@@ -296,7 +299,13 @@ struct StateFoldTests {
             // Right after the acknowledgement: the folder gathers pushes for 100 ms first.
             kill(server.process.processIdentifier, SIGKILL)
             server.process.waitUntilExit()
-            let lag = try run("/usr/bin/sqlite3", [database, "SELECT lastSerial - foldedSerial FROM server_datasets"])
+            let lag = try run(
+                "/usr/bin/sqlite3",
+                [
+                    stateFile,
+                    "ATTACH '\(database)' AS log; SELECT d.lastSerial - coalesce(s.foldedSerial, 0) "
+                        + "FROM log.server_datasets AS d LEFT JOIN state_datasets AS s ON s.datasetID = d.id",
+                ])
             if Int(String(decoding: lag.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) == 100 {
                 killedUnfolded += 1
             }
@@ -326,10 +335,10 @@ struct StateFoldTests {
             try storage.pool.read { db in try db.fetchValue(Int64.self, "SELECT id FROM server_datasets") })
         var pending: StateFolder.Pending = [datasetID: [StateFolder.Run(firstSerial: 6, changes: inMemory[...])]]
 
-        let first = try SQLiteSyncStorage.fold(&pending, pool: storage.pool, limit: 6)
+        let first = try SQLiteSyncStorage.fold(&pending, log: storage.pool, state: storage.state.pool, limit: 6)
         #expect(first.serials == [datasetID: 6] && first.hasMore)
         #expect(pending[datasetID]?.map(\.firstSerial) == [7])
-        let second = try SQLiteSyncStorage.fold(&pending, pool: storage.pool, limit: 6)
+        let second = try SQLiteSyncStorage.fold(&pending, log: storage.pool, state: storage.state.pool, limit: 6)
         #expect(second.serials == [datasetID: 8] && !second.hasMore)
         #expect(pending.isEmpty)
         let folded = try snapshot(storage)
@@ -379,15 +388,15 @@ struct StateFoldTests {
         storage.reportFoldProblems { problem in problems.withLock { $0.append(problem) } }
         try storage.createDataset(named: "family")
         // Another program takes the state's table away: every fold fails until it is back.
-        let outsider = try Database(path: storage.path)
-        try outsider.execute(sql: "ALTER TABLE server_rows RENAME TO server_rows_away")
+        let outsider = try Database(path: storage.state.path)
+        try outsider.execute(sql: "ALTER TABLE state_rows RENAME TO state_rows_away")
         #expect(try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family") == 8)
         try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 1 })
         Thread.sleep(forTimeInterval: 1.2)  // two retries or more, still failing
         #expect(problems.value.count == 1)
-        #expect(problems.value.first??.contains("server_rows") == true)
+        #expect(problems.value.first??.contains("state_rows") == true)
 
-        try outsider.execute(sql: "ALTER TABLE server_rows_away RENAME TO server_rows")
+        try outsider.execute(sql: "ALTER TABLE state_rows_away RENAME TO state_rows")
         try #require(eventually(timeout: .seconds(10)) { problems.value.count >= 2 })
         #expect(problems.value.count == 2 && problems.value.last! == nil)
         storage.folder.waitUntilFolded()

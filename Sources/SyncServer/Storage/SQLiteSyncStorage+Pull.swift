@@ -56,33 +56,31 @@ extension SQLiteSyncStorage {
         -> SnapshotPage
     {
         try serverWork("reading a snapshot of dataset \(dataset)") {
-            if position == nil { try waitForTheFold(of: dataset) }
-            return try pool.read { db in
+            let datasetID = try pool.read { db in try self.datasetID(dataset, db) }
+            if position == nil { try waitForTheFold(of: datasetID) }
+            return try state.pool.read { db in
                 // The state holds the log up to `foldedSerial`, read in this same transaction: the
                 // cursor resumes the log there, so state plus the log after it is everything.
-                guard
-                    let state = try db.fetchOne(
-                        "SELECT id, foldedSerial FROM server_datasets WHERE name = \(dataset)")
-                else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
-                let datasetID: Int64 = try state.decode(at: 0)
                 var position =
                     try position
                     ?? SnapshotPosition(
-                        startSerial: try state.decode(at: 1), table: nil, key: nil, rowsDone: 0,
+                        startSerial: try db.fetchValue(
+                            Int64.self, "SELECT foldedSerial FROM state_datasets WHERE datasetID = \(datasetID)") ?? 0,
+                        table: nil, key: nil, rowsDone: 0,
                         rowsTotal: try db.fetchValue(
-                            Int64.self, "SELECT count(*) FROM server_rows WHERE datasetID = \(datasetID)") ?? 0)
+                            Int64.self, "SELECT count(*) FROM state_rows WHERE datasetID = \(datasetID)") ?? 0)
                 let rows: [Row]
                 if let table = position.table, let key = position.key {
                     rows = try db.fetchAll(
                         """
-                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
                         WHERE datasetID = \(datasetID) AND (tableName, key) > (\(table), \(key))
                         ORDER BY tableName, key LIMIT \(limit)
                         """)
                 } else {
                     rows = try db.fetchAll(
                         """
-                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
+                        SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
                         WHERE datasetID = \(datasetID) ORDER BY tableName, key LIMIT \(limit)
                         """)
                 }
@@ -145,17 +143,11 @@ extension SQLiteSyncStorage {
     /// Lets the folder catch up with what the log held when a first pull began (it folds about
     /// as fast as pushes append, and pushes wait past ``StateFolder/maximumLag``, so this is
     /// seconds at most).
-    private func waitForTheFold(of dataset: String) throws {
-        let lag = try pool.read { db in
-            try db.fetchOne("SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE name = \(dataset)")
-                .map { row in
-                    (
-                        id: try row.decode(Int64.self, at: 0), folded: try row.decode(Int64.self, at: 1),
-                        last: try row.decode(Int64.self, at: 2)
-                    )
-                }
+    private func waitForTheFold(of datasetID: Int64) throws {
+        let last = try pool.read { db in
+            try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)")
         }
-        guard let lag, lag.folded < lag.last else { return }
-        folder.waitUntilFolded(datasetID: lag.id, through: lag.last, timeout: .seconds(10))
+        guard let last else { return }
+        folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
     }
 }

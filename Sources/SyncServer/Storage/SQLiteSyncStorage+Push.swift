@@ -16,7 +16,7 @@ extension SQLiteSyncStorage {
                 guard
                     let dataset = try db.fetchOne(
                         """
-                        SELECT id, schemaVersion, lastSerial, foldedSerial, lastChain FROM server_datasets
+                        SELECT id, schemaVersion, lastSerial, lastChain FROM server_datasets
                         WHERE name = \(dataset)
                         """)
                 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
@@ -34,7 +34,7 @@ extension SQLiteSyncStorage {
                 appended.reserveCapacity(changes.count)
                 var entries = LogEntries(datasetID: datasetID, site: siteBytes)
                 // Each entry's fingerprint is made from the one before it (see ``LogChain``).
-                var chain: Int64? = try dataset.decode(at: 4)
+                var chain: Int64? = try dataset.decode(at: 3)
                 for index in changes.indices where changes[index].seq > high {
                     serial += 1
                     let next = LogChain.next(after: chain, body: bodies[index])
@@ -54,9 +54,7 @@ extension SQLiteSyncStorage {
                         "UPDATE server_datasets SET lastSerial = \(serial), lastChain = \(chain) WHERE id = \(datasetID)"
                     )
                 }
-                return Appended(
-                    high: high, datasetID: datasetID, lastSerial: serial, foldedSerial: try dataset.decode(at: 3),
-                    indices: appended)
+                return Appended(high: high, datasetID: datasetID, lastSerial: serial, indices: appended)
             }
         }
         // Acknowledged without waiting for the merge into the state, unless the fold trails too far.
@@ -68,8 +66,7 @@ extension SQLiteSyncStorage {
                 ? folds[first...last] : ArraySlice(appended.indices.map { folds[$0] })
             folder.handOver(
                 StateFolder.Run(firstSerial: appended.lastSerial - Int64(changes.count) + 1, changes: changes),
-                datasetID: appended.datasetID, lastSerial: appended.lastSerial,
-                foldedSerial: appended.foldedSerial)
+                datasetID: appended.datasetID, lastSerial: appended.lastSerial)
         }
         return appended.high
     }
@@ -80,7 +77,6 @@ private struct Appended: Sendable {
     var high: Int64
     var datasetID: Int64
     var lastSerial: Int64
-    var foldedSerial: Int64
     /// The indices in the batch of the changes it appended, in serial order up to `lastSerial`.
     var indices: [Int]
 }

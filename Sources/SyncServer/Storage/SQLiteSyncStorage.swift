@@ -2,9 +2,11 @@ import Foundation
 import OfflineStore
 import SyncProtocol
 
-/// The default storage: one SQLite file, `server.sqlite`, in the data directory, in WAL mode,
-/// through OfflineStore's SQLite layer (one writer, concurrent readers). Only that layer is used;
-/// none of the client's change tracking or sync code.
+/// The default storage: SQLite files in the data directory, in WAL mode, through OfflineStore's
+/// SQLite layer (one writer, concurrent readers): `server.sqlite` holds the datasets, tokens and
+/// every dataset's log, `state.sqlite` (``ServerStateFile``) the current rows folded from the log,
+/// which first downloads read. The state is derived: a backup needs only `server.sqlite`. Only
+/// that layer is used; none of the client's change tracking or sync code.
 ///
 /// `synchronous = FULL`: a push is acknowledged only after the WAL holding it has been fsynced,
 /// so an acknowledged change survives a power loss or an OS crash, not only a crash of the
@@ -23,6 +25,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     let pool: DatabasePool
     /// Where pushes are written: see ``GroupCommit``.
     let commits: GroupCommit
+    /// The current rows, folded from the log: see ``ServerStateFile``.
+    let state: ServerStateFile
     /// Merges what pushes appended into the state: see ``StateFolder``.
     let folder: StateFolder
     public let path: String
@@ -70,19 +74,30 @@ public final class SQLiteSyncStorage: SyncStorage {
                 // original of every page a savepoint changes in a sub-journal that spills to a
                 // temporary file past 64 KiB: 29% of the bytes the server wrote before this.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
-                // A push touches pages all over the state's B-trees (keys are random UUIDs); the
-                // default 2 MiB cache reads them back from the OS on every batch.
+                // The log's and the sites' pages a push writes stay in memory between pushes.
                 try db.execute(sql: "PRAGMA cache_size = -32768")
                 try db.execute(
                     sql: "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)")
             }
             let checkpointer = BackgroundCheckpointer.start(path: path, configuration: configuration)
             commits = GroupCommit(pool: pool, afterCommit: { checkpointer.walGrew() })
-            folder = StateFolder(pool: pool, running: folds)
         } catch {
             throw ServerError(
                 .storage, "cannot open the server database \(path): \(error)",
                 fix: "check the file's permissions; if another release of ostore-server wrote it, use that release")
+        }
+        let statePath = directory.appendingPathComponent(ServerStateFile.fileName).path
+        do {
+            state = try ServerStateFile(directory: directory)
+            folder = StateFolder(
+                log: pool, state: state.pool, foldedSerials: try state.reconcile(with: pool), running: folds)
+        } catch {
+            throw ServerError(
+                .storage, "cannot open the server's state file \(statePath): \(error)",
+                fix:
+                    "it holds only what the log in \(Self.fileName) holds, merged: stop the server, remove "
+                    + "\(ServerStateFile.fileName) and its -wal and -shm files, and start the server again to rebuild it"
+            )
         }
     }
 
@@ -195,7 +210,7 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    /// Waits until the state (`server_rows`) holds every change of the log: for
+    /// Waits until the state (`state_rows`) holds every change of the log: for
     /// what reads the state as a whole rather than through a snapshot's serial (tests).
     func waitUntilFolded() {
         folder.waitUntilFolded()
@@ -206,6 +221,7 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func checkHealth() throws(ServerError) {
         do {
             _ = try pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM server_datasets") }
+            _ = try state.pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM state_datasets") }
         } catch {
             throw ServerError(.unavailable, "the server database cannot be read: \(error)")
         }

@@ -4,45 +4,42 @@ import SyncProtocol
 import SyncStoreBridge
 
 extension SQLiteSyncStorage {
-    /// One fold (see ``StateFolder``), in one write transaction: the log entries after each
-    /// dataset's `foldedSerial`, up to `limit` in all, taken from `handed` where a push handed them
-    /// over and read back from the log otherwise, merged in (dataset, table, key) order, and each
-    /// dataset's `foldedSerial` moved to the last serial merged. What `handed` holds beyond that is
-    /// left in it.
-    static func fold(_ handed: inout StateFolder.Pending, pool: DatabasePool, limit: Int) throws
+    /// One fold (see ``StateFolder``), in one write transaction of `state` (`state.sqlite`): the
+    /// log entries after each dataset's `foldedSerial`, up to `limit` in all, taken from `handed`
+    /// where a push handed them over and read back from `log` (`server.sqlite`) otherwise, merged in
+    /// (dataset, table, key) order, and each dataset's `foldedSerial` moved to the last serial
+    /// merged. What `handed` holds beyond that is left in it. `log` is only read, in read
+    /// transactions of its own: the log only grows, so what one read sees stays true.
+    static func fold(_ handed: inout StateFolder.Pending, log: DatabasePool, state: DatabasePool, limit: Int) throws
         -> StateFolder.Folded
     {
-        try pool.writeWithoutTransaction { db in
-            // The fold's commit need not wait for an fsync: the state is rebuilt from the log,
-            // and a fold lost with the power loses its `foldedSerial` with it. The next push's
-            // commit fsyncs the WAL, this fold's frames before its own, so durability stays in
-            // order.
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            let folded = Result { try db.transaction(.immediate) { db in try fold(&handed, limit: limit, db) } }
-            do {
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-            } catch {
-                // Setting a flag of an open connection outside a transaction: it cannot fail but
-                // by a bug, and then pushes would be acknowledged before their fsync.
-                preconditionFailure("the server could not set synchronous = FULL back on its writer: \(error)")
+        let lastSerials = try log.read { db in
+            try db.fetchAll("SELECT id, lastSerial FROM server_datasets ORDER BY id").map { row in
+                (id: try row.decode(Int64.self, at: 0), last: try row.decode(Int64.self, at: 1))
             }
-            return try folded.get()
+        }
+        return try state.write { db in
+            var foldedSerials: [Int64: Int64] = [:]
+            for row in try db.fetchAll("SELECT datasetID, foldedSerial FROM state_datasets") {
+                foldedSerials[try row.decode(at: 0)] = try row.decode(Int64.self, at: 1)
+            }
+            let lagging = lastSerials.compactMap { dataset in
+                let from = foldedSerials[dataset.id] ?? 0
+                return from < dataset.last ? (id: dataset.id, from: from, last: dataset.last) : nil
+            }
+            return try fold(&handed, lagging: lagging, limit: limit, log: log, db)
         }
     }
 
-    private static func fold(_ handed: inout StateFolder.Pending, limit: Int, _ db: Database) throws
-        -> StateFolder.Folded
-    {
-        let lagging = try db.fetchAll(
-            "SELECT id, foldedSerial, lastSerial FROM server_datasets WHERE foldedSerial < lastSerial ORDER BY id")
+    private static func fold(
+        _ handed: inout StateFolder.Pending, lagging: [(id: Int64, from: Int64, last: Int64)], limit: Int,
+        log: DatabasePool, _ db: Database
+    ) throws -> StateFolder.Folded {
         var budget = Int64(limit)
         var work = FoldWork()
         var folded = StateFolder.Folded(serials: [:], hasMore: false)
         var leftOver: StateFolder.Pending = [:]
-        for dataset in lagging {
-            let datasetID: Int64 = try dataset.decode(at: 0)
-            let from: Int64 = try dataset.decode(at: 1)
-            let last: Int64 = try dataset.decode(at: 2)
+        for (datasetID, from, last) in lagging {
             guard budget > 0 else {
                 folded.hasMore = true
                 leftOver[datasetID] = handed[datasetID]
@@ -76,7 +73,10 @@ extension SQLiteSyncStorage {
             }
             if inMemory.reduce(0, { $0 + $1.count }) < upTo - from {
                 // After a restart, or a push that had not handed its changes over yet.
-                try readBack(datasetID: datasetID, after: from, through: upTo, skipping: inMemory, into: &work, db)
+                try log.read { logDB in
+                    try readBack(
+                        datasetID: datasetID, after: from, through: upTo, skipping: inMemory, into: &work, logDB)
+                }
             }
             if !later.isEmpty { leftOver[datasetID] = later }
             folded.serials[datasetID] = upTo
@@ -89,8 +89,14 @@ extension SQLiteSyncStorage {
         try work.forEachRow { datasetID, changes in
             try merge(changes, datasetID: datasetID, statements, &buffers, db)
         }
-        for (datasetID, serial) in folded.serials {
-            try db.execute("UPDATE server_datasets SET foldedSerial = \(serial) WHERE id = \(datasetID)")
+        let serials = folded.serials
+        let marks = try log.read { logDB in
+            try serials.map { datasetID, serial in
+                (datasetID, serial, try ServerStateFile.mark(ofSerial: serial, datasetID: datasetID, logDB))
+            }
+        }
+        for (datasetID, serial, mark) in marks {
+            try ServerStateFile.record(datasetID: datasetID, foldedSerial: serial, mark: mark, db)
         }
         return folded
     }
@@ -200,7 +206,7 @@ private struct NewRowBuffers {
 /// it in the cache by that text and boxing its arguments cost about as much as SQLite's work.
 private struct FoldStatements {
     static let selectRow = """
-        SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
+        SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
         WHERE datasetID = ? AND tableName = ? AND key = ?
         """
 
@@ -210,13 +216,13 @@ private struct FoldStatements {
     init(_ db: Database) throws {
         insertNewRow = try db.cachedStatement(
             """
-            INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (datasetID, tableName, key) DO NOTHING
             """)
         upsertRow = try db.cachedStatement(
             """
-            INSERT INTO server_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (datasetID, tableName, key) DO UPDATE SET
                 createdClock = excluded.createdClock, createdSite = excluded.createdSite,

@@ -2,8 +2,9 @@ import Foundation
 import OfflineStore
 import SyncProtocol
 
-/// Merges the log into the current state (`server_rows`) on a thread of its own,
-/// after the pushes that appended it have been acknowledged. A push's transaction only appends
+/// Merges the log (in `server.sqlite`) into the current state (`state_rows`, in `state.sqlite`: see
+/// ``ServerStateFile``) on a thread of its own, after the pushes that appended it have been
+/// acknowledged. A push's transaction only appends
 /// (the log, the site's `highSeq`, the dataset's `lastSerial`): with random-UUID keys each merged
 /// change dirtied about two state pages of its own, which made a push about three times as costly
 /// as the append alone. Here up to ``changesPerFold`` changes are merged per transaction, sorted
@@ -12,13 +13,12 @@ import SyncProtocol
 /// transaction, so a crash at any point leaves the state exactly the log up to `foldedSerial` and
 /// the next start goes on from there.
 ///
-/// It writes through the pool's writer connection, not a connection of its own: SQLite has one
-/// writer per file, so a second connection would only meet the pushes' group commits at the WAL's
-/// write lock, by polling with a busy timeout, while the writer's lock queues the two without
-/// polling; and the writer's page cache already holds the state's hot pages. A fold's commit does
-/// not wait for an fsync (the state can be rebuilt from the log; the next push's fsync covers it).
+/// It writes through the state file's writer, and reads the log through `server.sqlite`'s
+/// readers: a fold never waits for a push's group commit nor holds one up (SQLite has one writer
+/// per file; when the state shared the log's file, each fold held that writer for 0.1–0.3 s). A
+/// fold's commit does not wait for an fsync: the state is rebuilt from the log.
 ///
-/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:foldedSerial:)``),
+/// Pushes hand their decoded changes over in memory (``handOver(_:datasetID:lastSerial:)``),
 /// each push's as one ``Run`` in serial order, and a round waits ``gatheringTime`` after the first
 /// of them for more (unless ``changesPerFold`` are in, or someone waits for the fold), so that
 /// folds are large. A round folds what was handed over as far as it runs without a gap (a push
@@ -29,8 +29,8 @@ import SyncProtocol
 /// how far the state trails the log.
 ///
 /// ```swift
-/// let folder = StateFolder(pool: pool)
-/// folder.handOver(run, datasetID: id, lastSerial: serial, foldedSerial: folded)  // after commit
+/// let folder = StateFolder(log: pool, state: stateFile.pool, foldedSerials: try stateFile.reconcile(with: pool))
+/// folder.handOver(run, datasetID: id, lastSerial: serial)  // after commit
 /// ```
 final class StateFolder: Sendable {
     /// Keys are random, so a fold of n changes over a state of L leaves dirties about
@@ -39,18 +39,23 @@ final class StateFolder: Sendable {
     /// per change against 6.9 KiB for 20,000 gathered for 0.25 s (42,916 against 37,016 pushed
     /// changes/s), for a longer p99 push (0.9 against 0.6 s) and more memory (196 against 139 MiB).
     static let changesPerFold = 40_000
-    /// Not raised with the fold: it bounds how far the state trails the log, so how much of a
-    /// push phase's cost can land after it.
-    static let maximumLag: Int64 = 40_000
+    /// Two folds: a round starts once ``changesPerFold`` are handed over, and pushes go on
+    /// appending the next ones while it runs beside them. At one fold, every push that came after
+    /// a round's changes were in waited for that round (A's push of 100,000 changes in
+    /// `ostore-bench sync` waited twice, 0.04 and 0.24 s). It bounds how far the state trails the
+    /// log (so how much of a push phase's cost can land after it) and the changes held here.
+    static let maximumLag: Int64 = 80_000
     /// How long a round waits, after a push handed changes over, for more to fold with them.
     static let gatheringTime: TimeInterval = 1.0
 
     private let state = State()
 
-    /// Starts the thread, which first folds whatever the log holds beyond `foldedSerial` (what a
-    /// crash or a stop left). With `running` false nothing is folded: tests use it to hold a data
-    /// directory in the state a crash right after a push leaves.
-    init(pool: DatabasePool, running: Bool = true) {
+    /// Starts the thread, which first folds whatever the log holds beyond each dataset's
+    /// `foldedSerial` (`foldedSerials`, 0 for a dataset not in it: what a crash or a stop left).
+    /// With `running` false nothing is folded: tests use it to hold a data directory in the state a
+    /// crash right after a push leaves.
+    init(log: DatabasePool, state stateFile: DatabasePool, foldedSerials: [Int64: Int64], running: Bool = true) {
+        state.folded = foldedSerials
         guard running else {
             state.stopped = true
             state.finished.signal()
@@ -61,7 +66,8 @@ final class StateFolder: Sendable {
             defer { state.finished.signal() }
             while var handed = state.nextRound() {
                 do {
-                    let folded = try SQLiteSyncStorage.fold(&handed, pool: pool, limit: Self.changesPerFold)
+                    let folded = try SQLiteSyncStorage.fold(
+                        &handed, log: log, state: stateFile, limit: Self.changesPerFold)
                     state.finishRound(folded: folded, leftOver: handed, failure: nil)?(.recovered)
                 } catch {
                     // The log keeps every change: what was in memory is read back from it next time.
@@ -80,16 +86,16 @@ final class StateFolder: Sendable {
         state.finished.wait()
     }
 
-    /// Called by a push after its transaction committed, with the changes it appended, the
-    /// dataset's `lastSerial` and `foldedSerial` as that transaction saw them. Returns at once
+    /// Called by a push after its transaction committed, with the changes it appended and the
+    /// dataset's `lastSerial` as that transaction saw it. Returns at once
     /// unless more than ``maximumLag`` changes of the dataset are unfolded; then it waits for the
     /// fold (not when the folder is stopped or its last round failed: the push is stored, and the
     /// folder retries on its own).
-    func handOver(_ run: Run, datasetID: Int64, lastSerial: Int64, foldedSerial: Int64) {
+    func handOver(_ run: Run, datasetID: Int64, lastSerial: Int64) {
         state.condition.lock()
         defer { state.condition.unlock() }
         guard !state.stopped else { return }
-        if let run = run.after(state.folded[datasetID] ?? foldedSerial) {
+        if let run = run.after(state.folded[datasetID] ?? 0) {
             state.handed[datasetID, default: []].append(run)
             state.handedCount += run.changes.count
         }
@@ -99,7 +105,7 @@ final class StateFolder: Sendable {
         }
         state.condition.broadcast()
         while !state.stopped, state.failure == nil,
-            (state.folded[datasetID] ?? foldedSerial) < lastSerial - Self.maximumLag
+            (state.folded[datasetID] ?? 0) < lastSerial - Self.maximumLag
         {
             state.urgent = true
             state.condition.broadcast()
@@ -191,7 +197,8 @@ final class StateFolder: Sendable {
         var firstPendingAt = Date()
         /// Someone waits for the fold: fold now.
         var urgent = false
-        /// Each dataset's `foldedSerial` as of the last fold that touched it.
+        /// Each dataset's `foldedSerial` as of the last fold that touched it (0 for one not in it):
+        /// only the folder's thread writes the state file, so this is what it holds.
         var folded: [Int64: Int64] = [:]
         /// Starts true: the log may hold a tail a crash left unfolded.
         var pending = true
