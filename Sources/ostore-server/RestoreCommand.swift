@@ -19,7 +19,9 @@ enum RestoreCommand: Command {
         -shm files are removed. Then every dataset gets a new incarnation: the pull cursors devices hold
         were issued before and are refused (invalid_cursor), so each device downloads the dataset again
         on its next sync, and each device's hello learns how far the restored server has its pushes and
-        pushes again what the backup lacks. The backup file itself is left unchanged.
+        pushes again what the backup lacks. The backup file itself is left unchanged. The data
+        directory's state.sqlite (the merged rows, derived from the log) is kept when it was folded
+        from the restored log, and folded again from it otherwise, when the server starts.
 
         With --postgres URL (or OSTORE_POSTGRES_URL) and no BACKUP, it gives every dataset of the
         PostgreSQL database a new incarnation: run it after `pg_restore` has put a dump back and

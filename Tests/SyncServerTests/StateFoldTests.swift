@@ -379,6 +379,41 @@ struct StateFoldTests {
         #expect(n2.count == 1 && n2.first?.clock.milliseconds == 1_764_000_000_000 + 5)
     }
 
+    /// A fold inserts new rows 64 by one statement; when some of them are in the state already,
+    /// those are merged with what it holds and the others inserted, as one by one.
+    @Test func aStatementOfNewRowsHoldingRowsTheStateHasMergesThoseAndInsertsTheRest() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        func insert(_ number: Int, _ title: String, at milliseconds: Int64, site: SiteID, seq: Int64) -> Change {
+            let id = "k" + String(repeating: "0", count: 3 - String(number).count) + String(number)
+            return Change(
+                table: "notes", key: ["id": .text(id)], op: .insert, columns: ["title": .text(title)],
+                clock: ChangeClock(milliseconds: 1_764_000_000_000 + milliseconds, counter: 0)!, site: site, seq: seq)
+        }
+        let first = (0..<100).map { insert($0, "a\($0)", at: 10_000 + Int64($0), site: site, seq: Int64($0 + 1)) }
+        _ = try storage.storeBatch(first, site: site, clientSchema: schema, dataset: "family")
+        storage.waitUntilFolded()
+        // k050…k099 are in the state: an even one's insert here is newer, an odd one's older.
+        let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+        let second = (50..<150).map { number in
+            insert(
+                number, "b\(number)", at: number < 100 && number % 2 == 1 ? Int64(number) : 20_000 + Int64(number),
+                site: other, seq: Int64(number - 49))
+        }
+        _ = try storage.storeBatch(second, site: other, clientSchema: schema, dataset: "family")
+        storage.waitUntilFolded()
+        let folded = try snapshot(storage)
+        #expect(folded.startSerial == 200)
+        var expected: [String: String] = [:]
+        for number in 0..<150 {
+            let id = "k" + String(repeating: "0", count: 3 - String(number).count) + String(number)
+            expected[id] = number < 50 || (number < 100 && number % 2 == 1) ? "a\(number)" : "b\(number)"
+        }
+        #expect(titles(folded.changes) == expected)
+        #expect(folded.changes.count == 150)
+    }
+
     /// A fold that fails is told to the operator once per streak, and again when folds work: the
     /// state trails the log meanwhile (complete through the log), and catches up after.
     @Test func aFailingFoldIsReportedOnceAndItsRecoveryToo() throws {
