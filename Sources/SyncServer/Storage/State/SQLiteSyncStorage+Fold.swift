@@ -175,7 +175,7 @@ extension SQLiteSyncStorage {
 /// change is its insert, the usual one, has its cells packed straight from the change.
 ///
 /// A statement per row cost SQLite about 13,600 instructions a row under callgrind (`ostore-bench
-/// sync`, 100,000 new rows); this, <<FIGURE>>.
+/// sync`, 100,000 new rows); this, 11,500, and the fold thread 1,927 M instructions instead of 2,130 M.
 private struct NewRows {
     static let rowsPerInsert = 64
 
