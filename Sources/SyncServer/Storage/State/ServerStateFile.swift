@@ -65,71 +65,71 @@ final class ServerStateFile: Sendable {
                 (id: try row.decode(Int64.self, at: 0), legacySerial: try row.decode(Int64.self, at: 1))
             }
         }
-        let records = try pool.read { db in
-            try db.fetchAll("SELECT datasetID, foldedSerial, foldedMark FROM state_datasets").map { row in
-                (
-                    id: try row.decode(Int64.self, at: 0), serial: try row.decode(Int64.self, at: 1),
-                    mark: try row.decode(Int64?.self, at: 2)
-                )
+        // One write transaction: a fold (of another process opening the same directory, as the
+        // `ostore-server` administration commands do) cannot come between a check and its repair.
+        let folded = try pool.write { db in
+            var recorded: [Int64: (serial: Int64, mark: Int64?)] = [:]
+            for row in try db.fetchAll("SELECT datasetID, foldedSerial, foldedMark FROM state_datasets") {
+                recorded[try row.decode(at: 0)] = (try row.decode(at: 1), try row.decode(at: 2))
             }
-        }
-        let recorded = Dictionary(records.map { ($0.id, (serial: $0.serial, mark: $0.mark)) }) { first, _ in first }
-        var folded: [Int64: Int64] = [:]
-        for dataset in datasets {
-            if let record = recorded[dataset.id], record.serial == 0 || record.mark != nil,
-                try log.read({ db in try Self.mark(ofSerial: record.serial, datasetID: dataset.id, db) }) == record.mark
-            {
-                folded[dataset.id] = record.serial
-            } else {
-                folded[dataset.id] = try adopt(datasetID: dataset.id, foldedThrough: dataset.legacySerial, from: log)
-            }
-        }
-        let gone = Set(recorded.keys).subtracting(datasets.map(\.id))
-        if !gone.isEmpty {
-            try pool.write { db in
-                for id in gone {
-                    try db.execute("DELETE FROM state_rows WHERE datasetID = \(id)")
-                    try db.execute("DELETE FROM state_datasets WHERE datasetID = \(id)")
+            var folded: [Int64: Int64] = [:]
+            for dataset in datasets {
+                if let record = recorded[dataset.id], record.serial == 0 || record.mark != nil,
+                    try log.read({ logDB in try Self.mark(ofSerial: record.serial, datasetID: dataset.id, logDB) })
+                        == record.mark
+                {
+                    folded[dataset.id] = record.serial
+                } else {
+                    try Self.adopt(datasetID: dataset.id, foldedThrough: dataset.legacySerial, from: log, db)
+                    folded[dataset.id] = dataset.legacySerial
                 }
             }
-        }
-        try log.write { db in
-            if try db.fetchOne("SELECT 1 FROM server_rows LIMIT 1") != nil {
-                try db.execute("DELETE FROM server_rows")
+            for id in Set(recorded.keys).subtracting(datasets.map(\.id)) {
+                try db.execute("DELETE FROM state_rows WHERE datasetID = \(id)")
+                try db.execute("DELETE FROM state_datasets WHERE datasetID = \(id)")
             }
-            try db.execute("UPDATE server_datasets SET foldedSerial = 0 WHERE foldedSerial <> 0")
+            return folded
+        }
+        let legacyLeft = try log.read { db in
+            try db.fetchOne("SELECT 1 FROM server_rows LIMIT 1") != nil
+                || db.fetchOne("SELECT 1 FROM server_datasets WHERE foldedSerial <> 0") != nil
+        }
+        if legacyLeft {
+            try log.write { db in
+                try db.execute("DELETE FROM server_rows")
+                try db.execute("UPDATE server_datasets SET foldedSerial = 0 WHERE foldedSerial <> 0")
+            }
         }
         return folded
     }
 
     /// Replaces dataset `datasetID`'s state by the rows `server.sqlite` holds of it in
-    /// `server_rows`, folded through `serial`; returns `serial`.
-    private func adopt(datasetID: Int64, foldedThrough serial: Int64, from log: DatabasePool) throws -> Int64 {
-        try pool.write { db in
-            try db.execute("DELETE FROM state_rows WHERE datasetID = \(datasetID)")
-            let insert = try db.cachedStatement(
+    /// `server_rows`, folded through `serial`.
+    private static func adopt(datasetID: Int64, foldedThrough serial: Int64, from log: DatabasePool, _ db: Database)
+        throws
+    {
+        try db.execute("DELETE FROM state_rows WHERE datasetID = \(datasetID)")
+        let insert = try db.cachedStatement(
+            """
+            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let foldedMark = try log.read { legacy in
+            let rows = try legacy.fetchCursor(
                 """
-                INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
+                WHERE datasetID = \(datasetID)
                 """)
-            let mark = try log.read { legacy in
-                let rows = try legacy.fetchCursor(
-                    """
-                    SELECT tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells FROM server_rows
-                    WHERE datasetID = \(datasetID)
-                    """)
-                while let row = try rows.next() {
-                    try insert.execute(
-                        datasetID, try row.decode(String.self, at: 0), try row.decode(String.self, at: 1),
-                        try row.decode(DatabaseValue.self, at: 2), try row.decode(DatabaseValue.self, at: 3),
-                        try row.decode(DatabaseValue.self, at: 4), try row.decode(DatabaseValue.self, at: 5),
-                        try row.decode(DatabaseValue.self, at: 6))
-                }
-                return try Self.mark(ofSerial: serial, datasetID: datasetID, legacy)
+            while let row = try rows.next() {
+                try insert.execute(
+                    datasetID, try row.decode(String.self, at: 0), try row.decode(String.self, at: 1),
+                    try row.decode(DatabaseValue.self, at: 2), try row.decode(DatabaseValue.self, at: 3),
+                    try row.decode(DatabaseValue.self, at: 4), try row.decode(DatabaseValue.self, at: 5),
+                    try row.decode(DatabaseValue.self, at: 6))
             }
-            try Self.record(datasetID: datasetID, foldedSerial: serial, mark: mark, db)
-            return serial
+            return try mark(ofSerial: serial, datasetID: datasetID, legacy)
         }
+        try record(datasetID: datasetID, foldedSerial: serial, mark: foldedMark, db)
     }
 
     /// What identifies dataset `datasetID`'s log through `serial`: the entry's ``LogChain``
