@@ -153,6 +153,24 @@ extension StateFoldTests {
         #expect(titles(folded.changes) == expected)
     }
 
+    /// Every connection to both files is closed once the storage is gone, the folder's too (SQLite
+    /// then removes each WAL): one closed later, after a restore in the same process put a new
+    /// file in place, would remove the new file's WAL.
+    @Test func bothFilesAreClosedWhenTheStorageIsGone() throws {
+        let directory = try TemporaryDirectory()
+        let data = URL(fileURLWithPath: directory.path("data"))
+        do {
+            let storage = try SQLiteSyncStorage(directory: data)
+            try storage.createDataset(named: "family")
+            _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
+            storage.waitUntilFolded()
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: data.path).filter {
+            $0.hasSuffix("-wal") || $0.hasSuffix("-shm")
+        }
+        #expect(left.isEmpty)
+    }
+
     @Test func aStateFileThatIsNotADatabaseIsRefusedWithWhatToDo() throws {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))

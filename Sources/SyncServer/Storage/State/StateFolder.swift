@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import SyncProtocol
+import Synchronization
 
 /// Merges the log (in `server.sqlite`) into the current state (`state_rows`, in `state.sqlite`: see
 /// ``ServerStateFile``) on a thread of its own, after the pushes that appended it have been
@@ -62,19 +63,28 @@ final class StateFolder: Sendable {
             return
         }
         let state = self.state
+        // The thread takes the pools out of the hand-off and lets go of them before it signals
+        // `finished`, not when Foundation frees its closure later: a pool whose last connection
+        // closed after the storage was gone, and after `ostore-server restore` put a new file in
+        // its place in the same process, would remove that file's WAL (as ``BackgroundCheckpointer``
+        // says of its own connection).
+        let pools = Mutex<(log: DatabasePool, state: DatabasePool)?>((log, stateFile))
         let thread = Thread {
-            defer { state.finished.signal() }
-            while var handed = state.nextRound() {
-                do {
-                    let folded = try SQLiteSyncStorage.fold(
-                        &handed, log: log, state: stateFile, limit: Self.changesPerFold)
-                    state.finishRound(folded: folded, leftOver: handed, failure: nil)?(.recovered)
-                } catch {
-                    // The log keeps every change: what was in memory is read back from it next time.
-                    state.finishRound(folded: nil, leftOver: [:], failure: "\(error)")?(.failed("\(error)"))
-                    Thread.sleep(forTimeInterval: 0.5)
+            do {
+                guard let (log, stateFile) = pools.withLock({ $0.take() }) else { return }
+                while var handed = state.nextRound() {
+                    do {
+                        let folded = try SQLiteSyncStorage.fold(
+                            &handed, log: log, state: stateFile, limit: Self.changesPerFold)
+                        state.finishRound(folded: folded, leftOver: handed, failure: nil)?(.recovered)
+                    } catch {
+                        // The log keeps every change: what was in memory is read back from it next time.
+                        state.finishRound(folded: nil, leftOver: [:], failure: "\(error)")?(.failed("\(error)"))
+                        Thread.sleep(forTimeInterval: 0.5)
+                    }
                 }
             }
+            state.finished.signal()
         }
         thread.name = "ostore-fold"
         thread.start()
