@@ -39,11 +39,12 @@ final class ServerStateFile: Sendable {
         try setup.close()
         var configuration = Configuration()
         configuration.synchronous = .normal
-        // A fold touches pages all over the state's B-tree (keys are random UUIDs); 32 MiB keeps
-        // those of about a million rows in memory.
-        configuration.pageCacheKiB = 32_768
         pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in
+            // A fold touches pages all over the state's B-tree (keys are random UUIDs); 32 MiB keeps
+            // those of about a million rows in memory. Readers (first downloads) read in key order
+            // and keep the default.
+            try db.execute(sql: "PRAGMA cache_size = -32768")
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)")
         }
     }
