@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncServer
 
-/// A row's cells packed into its `server_rows` record (server schema 1.3).
+/// A row's cells packed into its state record (`server_rows` from server schema 1.3, `state_rows` since).
 @Suite("Reference server: a row's cells packed in its record")
 struct MergedRowTests {
     private let creation = ChangeVersion(clock: 1_764_000_000_000 << 16, site: Data(repeating: 0xA1, count: 16))

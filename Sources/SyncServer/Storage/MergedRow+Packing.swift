@@ -1,7 +1,7 @@
 import Foundation
 import SyncProtocol
 
-/// The `cells` column of `server_rows`: a row's cells in one compact blob, so that merging a
+/// The `cells` column of `state_rows` (`server_rows` before): a row's cells in one compact blob, so that merging a
 /// change rewrites one record instead of one per column.
 ///
 /// Layout (all integers little-endian): a format byte (1), then each cell in byte order of its
@@ -20,7 +20,7 @@ extension MergedRow {
     static let packingFormat: UInt8 = 1
     private static let ownVersionFlag: UInt8 = 0x80
 
-    /// The cells as `server_rows.cells` stores them; nil when the row has none.
+    /// The cells as `state_rows.cells` stores them; nil when the row has none.
     var packedCells: Data? {
         guard !cells.isEmpty else { return nil }
         var bytes: [UInt8] = []
@@ -78,7 +78,7 @@ extension MergedRow {
         }
     }
 
-    /// A row as read from `server_rows`; throws when `packedCells` is not a blob this release wrote.
+    /// A row as read from `state_rows`; throws when `packedCells` is not a blob this release wrote.
     init(created: ChangeVersion?, deleted: ChangeVersion?, packedCells: Data?) throws(ServerError) {
         self.created = created
         self.deleted = deleted
@@ -128,7 +128,7 @@ extension MergedRow {
 
     private static func unreadable(_ detail: String) -> ServerError {
         ServerError(
-            .storage, "a row of server_rows has cells this release cannot read (\(detail))",
+            .storage, "a row of state_rows has cells this release cannot read (\(detail))",
             fix: "restore the data directory from a backup, or run the ostore-server release that wrote it")
     }
 

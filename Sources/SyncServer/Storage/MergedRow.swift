@@ -2,7 +2,7 @@ import Foundation
 import SyncProtocol
 import SyncStoreBridge
 
-/// One row of the merged state as `server_rows` keeps it since server schema 1.3: its newest
+/// One row of the merged state as `state_rows` keeps it (and `server_rows` from server schema 1.3): its newest
 /// creation and deletion versions and, packed into the same record (``MergedRow/packedCells``),
 /// the merged value of each of its columns with the version that wrote it. A fold reads a row's
 /// record once, merges every change of its batch into it here, and writes it once: one B-tree

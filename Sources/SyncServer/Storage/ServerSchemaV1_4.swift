@@ -5,6 +5,9 @@ import OfflineStore
 /// log that was since replaced by a copy put back by hand is refused even once the new log has grown
 /// past it. Entries stored before 1.4 have none (NULL); the first entry after them starts a new
 /// chain, and cursors issued before 1.4 carry no fingerprint, so they stay valid across the upgrade.
+///
+/// The merged state has since moved to a file of its own (``ServerStateFile``): `server_rows` stays
+/// empty and `server_datasets.foldedSerial` 0 once the first start of that release has moved them.
 enum ServerSchemaV1_4: VersionedSchema {
     static let versionIdentifier: Schema.Version = "1.4.0"
     static let models: [any Model.Type] = [
