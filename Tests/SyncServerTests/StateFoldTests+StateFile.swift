@@ -23,17 +23,21 @@ extension StateFoldTests {
         try db.execute(sql: "VACUUM INTO ?", arguments: [path])
     }
 
+    /// Stores ``history`` in a storage at `data`, folds it when `folded`, and lets the storage go;
+    /// returns its snapshot.
+    @discardableResult
+    private func storeHistory(in data: URL, folded: Bool) throws -> (changes: [Change], startSerial: Int64) {
+        let storage = try SQLiteSyncStorage(directory: data)
+        try storage.createDataset(named: "family")
+        _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
+        if folded { storage.waitUntilFolded() }
+        return try snapshot(storage)
+    }
+
     @Test func aRemovedStateFileIsFoldedAgainFromTheLog() throws {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
-        let before: (changes: [Change], startSerial: Int64)
-        do {
-            let storage = try SQLiteSyncStorage(directory: data)
-            try storage.createDataset(named: "family")
-            _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
-            storage.waitUntilFolded()
-            before = try snapshot(storage)
-        }
+        let before = try storeHistory(in: data, folded: true)
         #expect(before.startSerial == 8)
         try removeStateFile(in: data)
         do {
@@ -159,12 +163,7 @@ extension StateFoldTests {
     @Test func bothFilesAreClosedWhenTheStorageIsGone() throws {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
-        do {
-            let storage = try SQLiteSyncStorage(directory: data)
-            try storage.createDataset(named: "family")
-            _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
-            storage.waitUntilFolded()
-        }
+        try storeHistory(in: data, folded: true)
         let left = try FileManager.default.contentsOfDirectory(atPath: data.path).filter {
             $0.hasSuffix("-wal") || $0.hasSuffix("-shm")
         }
@@ -174,11 +173,7 @@ extension StateFoldTests {
     @Test func aStateFileThatIsNotADatabaseIsRefusedWithWhatToDo() throws {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
-        do {
-            let storage = try SQLiteSyncStorage(directory: data)
-            try storage.createDataset(named: "family")
-            _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
-        }
+        try storeHistory(in: data, folded: false)
         try removeStateFile(in: data)
         try Data(repeating: 0x5A, count: 8_192).write(to: data.appendingPathComponent(ServerStateFile.fileName))
         do {

@@ -63,22 +63,19 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
         path = directory.appendingPathComponent(Self.fileName).path
         do {
-            let setup = try Database(path: path)
-            try Migrator(plan: ServerMigrationPlan.self).migrate(setup)
-            try setup.close()
             var configuration = Configuration()
             configuration.synchronous = .full
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try pool.writeWithoutTransaction { db in
-                // Each push runs in a savepoint of its group's transaction, and SQLite keeps the
-                // original of every page a savepoint changes in a sub-journal that spills to a
-                // temporary file past 64 KiB: 29% of the bytes the server wrote before this.
-                try db.execute(sql: "PRAGMA temp_store = MEMORY")
-                // The log's and the sites' pages a push writes stay in memory between pushes.
-                try db.execute(sql: "PRAGMA cache_size = -32768")
-                try db.execute(
-                    sql: "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)")
-            }
+            pool = try DatabasePool.migrated(
+                path: path, plan: ServerMigrationPlan.self, configuration: configuration,
+                writerSettings: [
+                    // Each push runs in a savepoint of its group's transaction, and SQLite keeps the
+                    // original of every page a savepoint changes in a sub-journal that spills to a
+                    // temporary file past 64 KiB: 29% of the bytes the server wrote before this.
+                    "PRAGMA temp_store = MEMORY",
+                    // The log's and the sites' pages a push writes stay in memory between pushes.
+                    "PRAGMA cache_size = -32768",
+                    "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)",
+                ])
             let checkpointer = BackgroundCheckpointer.start(path: path, configuration: configuration)
             commits = GroupCommit(pool: pool, afterCommit: { checkpointer.walGrew() })
         } catch {

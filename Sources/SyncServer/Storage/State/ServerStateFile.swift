@@ -32,21 +32,18 @@ final class ServerStateFile: Sendable {
     var path: String { pool.path }
 
     init(directory: URL) throws {
-        let path = directory.appendingPathComponent(Self.fileName).path
-        let setup = try Database(path: path)
-        defer { try? setup.close() }
-        try Migrator(plan: ServerStatePlan.self).migrate(setup)
-        try setup.close()
         var configuration = Configuration()
         configuration.synchronous = .normal
-        pool = try DatabasePool(path: path, configuration: configuration)
-        try pool.writeWithoutTransaction { db in
-            // A fold touches pages all over the state's B-tree (keys are random UUIDs); 32 MiB keeps
-            // those of about a million rows in memory. Readers (first downloads) read in key order
-            // and keep the default.
-            try db.execute(sql: "PRAGMA cache_size = -32768")
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)")
-        }
+        pool = try DatabasePool.migrated(
+            path: directory.appendingPathComponent(Self.fileName).path, plan: ServerStatePlan.self,
+            configuration: configuration,
+            writerSettings: [
+                // A fold touches pages all over the state's B-tree (keys are random UUIDs); 32 MiB
+                // keeps those of about a million rows in memory. Readers (first downloads) read in
+                // key order and keep the default.
+                "PRAGMA cache_size = -32768",
+                "PRAGMA wal_autocheckpoint = \(BackgroundCheckpointer.writerAutoCheckpointPages)",
+            ])
     }
 
     /// Makes every dataset's state one folded from the log that `log` (`server.sqlite`) holds, and
