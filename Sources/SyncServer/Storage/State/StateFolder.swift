@@ -90,7 +90,7 @@ final class StateFolder: Sendable {
         thread.start()
     }
 
-    /// Waits for a fold in progress to commit: the pool must outlive the thread's last use of it.
+    /// Waits for a fold in progress to commit and for the thread to let go of both pools.
     deinit {
         state.stop()
         state.finished.wait()
