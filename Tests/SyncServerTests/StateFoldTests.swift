@@ -414,6 +414,23 @@ struct StateFoldTests {
         #expect(folded.changes.count == 150)
     }
 
+    /// The log read back is decoded as one pull page; a page the fast reader does not vouch for
+    /// (here a body with an unknown member and whitespace and a real where an integer belongs) is
+    /// decoded body by body by `JSONDecoder`, to the same changes.
+    @Test func logBodiesReadBackDecodeAsJSONDecoderDecodesThem() throws {
+        let decoder = JSONDecoder()
+        let canonical = try varied.map { try $0.canonicalJSON() }
+        #expect(try SQLiteSyncStorage.decodeLogBodies(canonical) == varied)
+        let odd =
+            #"{ "table": "notes", "key": {"id": {"text": "n1"}}, "op": "delete", "columns": {}, "#
+            + #""clock": "1764000000001-0", "site": "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1", "seq": 1.0, "extra": 1}"#
+        let mixed = Array(canonical.prefix(3)) + [odd] + Array(canonical.suffix(2))
+        let decoded = try SQLiteSyncStorage.decodeLogBodies(mixed)
+        #expect(decoded == (try mixed.map { try decoder.decode(Change.self, from: Data($0.utf8)) }))
+        #expect(decoded[3].op == .delete && decoded[3].seq == 1)
+        #expect(try SQLiteSyncStorage.decodeLogBodies([]).isEmpty)
+    }
+
     /// A fold that fails is told to the operator once per streak, and again when folds work: the
     /// state trails the log meanwhile (complete through the log), and catches up after.
     @Test func aFailingFoldIsReportedOnceAndItsRecoveryToo() throws {
