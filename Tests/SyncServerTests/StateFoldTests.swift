@@ -418,17 +418,22 @@ struct StateFoldTests {
     /// (here a body with an unknown member and whitespace and a real where an integer belongs) is
     /// decoded body by body by `JSONDecoder`, to the same changes.
     @Test func logBodiesReadBackDecodeAsJSONDecoderDecodesThem() throws {
+        func entries(_ bodies: [String]) -> LogPage.Entries {
+            var entries = LogPage.Entries()
+            for body in bodies { Array(body.utf8).withUnsafeBytes { entries.append($0) } }
+            return entries
+        }
         let decoder = JSONDecoder()
         let canonical = try varied.map { try $0.canonicalJSON() }
-        #expect(try SQLiteSyncStorage.decodeLogBodies(canonical) == varied)
+        #expect(try SQLiteSyncStorage.decodeLogBodies(entries(canonical)) == varied)
         let odd =
             #"{ "table": "notes", "key": {"id": {"text": "n1"}}, "op": "delete", "columns": {}, "#
             + #""clock": "1764000000001-0", "site": "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1", "seq": 1.0, "extra": 1}"#
         let mixed = Array(canonical.prefix(3)) + [odd] + Array(canonical.suffix(2))
-        let decoded = try SQLiteSyncStorage.decodeLogBodies(mixed)
+        let decoded = try SQLiteSyncStorage.decodeLogBodies(entries(mixed))
         #expect(decoded == (try mixed.map { try decoder.decode(Change.self, from: Data($0.utf8)) }))
         #expect(decoded[3].op == .delete && decoded[3].seq == 1)
-        #expect(try SQLiteSyncStorage.decodeLogBodies([]).isEmpty)
+        #expect(try SQLiteSyncStorage.decodeLogBodies(LogPage.Entries()).isEmpty)
     }
 
     /// A fold that fails is told to the operator once per streak, and again when folds work: the

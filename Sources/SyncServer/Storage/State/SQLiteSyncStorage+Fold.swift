@@ -119,7 +119,7 @@ extension SQLiteSyncStorage {
             """)
         var skipped = inMemory.startIndex
         var serials: [Int64] = []
-        var bodies: [String] = []
+        var bodies = LogPage.Entries()
         // Consecutive serials read back go in as one run.
         var run = StateFolder.Run(firstSerial: 0, changes: [])
         func decodeRead() throws {
@@ -133,14 +133,15 @@ extension SQLiteSyncStorage {
                 run.changes.append(FoldChange(change, key: try change.canonicalKeyJSON()))
             }
             serials.removeAll(keepingCapacity: true)
-            bodies.removeAll(keepingCapacity: true)
+            bodies = LogPage.Entries()
         }
         while let row = try cursor.next() {
             let serial: Int64 = try row.decode(at: 0)
             while skipped < inMemory.endIndex, inMemory[skipped].upperBound < serial { skipped += 1 }
             if skipped < inMemory.endIndex, inMemory[skipped].contains(serial) { continue }
             serials.append(serial)
-            bodies.append(try row.decode(String.self, at: 1))
+            // In place, as a pull page takes them: no string each.
+            try row.withUnsafeBytes(at: 1) { bodies.append($0) }
             if bodies.count == bodiesPerDecode { try decodeRead() }
         }
         try decodeRead()
@@ -153,17 +154,21 @@ extension SQLiteSyncStorage {
     /// the log phase of a pull sends them, and read by ``MessageReader`` (`JSONDecoder` took about
     /// 270,000 instructions a change: folding a log of 1,000,000 changes again took 53 s); each is
     /// decoded by `JSONDecoder` when the reader does not vouch for the page.
-    static func decodeLogBodies(_ bodies: [String]) throws -> [Change] {
-        guard !bodies.isEmpty else { return [] }
-        var page = Data(#"{"changes":["#.utf8)
-        for (index, body) in bodies.enumerated() {
-            if index > 0 { page.append(UInt8(ascii: ",")) }
-            page.append(contentsOf: body.utf8)
-        }
-        page.append(contentsOf: #"],"cursor":"","hasMore":false,"phase":"log","remaining":0}"#.utf8)
+    static func decodeLogBodies(_ bodies: LogPage.Entries) throws -> [Change] {
+        guard bodies.count > 0 else { return [] }
+        let tail = #"],"cursor":"","hasMore":false,"phase":"log","remaining":0}"#
+        var page = Data(capacity: 16 + bodies.joined.count + tail.utf8.count)
+        page.append(contentsOf: #"{"changes":["#.utf8)
+        page.append(contentsOf: bodies.joined)
+        page.append(contentsOf: tail.utf8)
         if let read = MessageReader.readPullPage(page), read.changes.count == bodies.count { return read.changes }
         let decoder = JSONDecoder()
-        return try bodies.map { body in try decoder.decode(Change.self, from: Data(body.utf8)) }
+        var start = 0
+        return try bodies.ends.map { end in
+            // Each body is followed by the comma that joins it to the next.
+            defer { start = end + 1 }
+            return try decoder.decode(Change.self, from: Data(bodies.joined[start..<end]))
+        }
     }
 
     /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
@@ -286,38 +291,40 @@ private struct NewRows {
 /// The statements a fold runs for every row, the write looked up in the connection's cache once
 /// per fold and bound value by value: building a statement's SQL text by interpolation, finding
 /// it in the cache by that text and boxing its arguments cost about as much as SQLite's work.
-private struct FoldStatements {
+struct FoldStatements {
     static let selectRow = """
         SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
         WHERE datasetID = ? AND tableName = ? AND key = ?
         """
 
-    private static let insertNewRowsSQL = """
-        INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
-        VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: NewRows.rowsPerInsert).joined(separator: ", "))
-        ON CONFLICT (datasetID, tableName, key) DO NOTHING
+    /// `rows` rows of `state_rows`, all its columns bound in order, and what a row of the state's
+    /// key does.
+    static func insertSQL(rows: Int, onConflict: String = "DO NOTHING") -> String {
         """
+        INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
+        VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
+        ON CONFLICT (datasetID, tableName, key) \(onConflict)
+        """
+    }
 
     let upsertRow: Statement
     let insertNewRow: Statement
     /// ``NewRows/rowsPerInsert`` rows.
     let insertNewRows: Statement
 
-    init(_ db: Database) throws {
-        insertNewRow = try db.cachedStatement(
-            """
-            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (datasetID, tableName, key) DO NOTHING
-            """)
-        insertNewRows = try db.cachedStatement(Self.insertNewRowsSQL)
-        upsertRow = try db.cachedStatement(
-            """
-            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (datasetID, tableName, key) DO UPDATE SET
+    private static let insertNewRowSQL = insertSQL(rows: 1)
+    private static let insertNewRowsSQL = insertSQL(rows: NewRows.rowsPerInsert)
+    private static let upsertRowSQL = insertSQL(
+        rows: 1,
+        onConflict: """
+            DO UPDATE SET
                 createdClock = excluded.createdClock, createdSite = excluded.createdSite,
                 deletedClock = excluded.deletedClock, deletedSite = excluded.deletedSite, cells = excluded.cells
             """)
+
+    init(_ db: Database) throws {
+        insertNewRow = try db.cachedStatement(Self.insertNewRowSQL)
+        insertNewRows = try db.cachedStatement(Self.insertNewRowsSQL)
+        upsertRow = try db.cachedStatement(Self.upsertRowSQL)
     }
 }

@@ -107,11 +107,7 @@ final class ServerStateFile: Sendable {
         throws
     {
         try db.execute("DELETE FROM state_rows WHERE datasetID = \(datasetID)")
-        let insert = try db.cachedStatement(
-            """
-            INSERT INTO state_rows (datasetID, tableName, key, createdClock, createdSite, deletedClock, deletedSite, cells)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try db.cachedStatement(FoldStatements.insertSQL(rows: 1))
         let foldedMark = try log.read { legacy in
             let rows = try legacy.fetchCursor(
                 """

@@ -13,7 +13,7 @@ enum ServerStateSchemaV1: VersionedSchema {
     static let models: [any Model.Type] = [FoldedDataset.self, RowState.self]
 
     /// How far each dataset's log is folded into `state_rows`: through `foldedSerial`, whose log
-    /// entry had fingerprint `foldedMark` (``ServerStateFile/mark(of:)``: NULL at serial 0). The
+    /// entry had fingerprint `foldedMark` (``ServerStateFile/mark(ofSerial:datasetID:_:)``: NULL at serial 0). The
     /// mark is what tells, when the server starts, that this file was folded from the log
     /// `server.sqlite` holds and not from another one (a copy of `server.sqlite` put back by hand).
     enum FoldedDataset: Model {
