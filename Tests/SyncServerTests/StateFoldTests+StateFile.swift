@@ -9,9 +9,10 @@ import Testing
 /// The state lives in `state.sqlite`, beside the log's `server.sqlite`: derived from the log, so it
 /// is rebuilt when missing or folded from another log, and a fold never holds up a push.
 extension StateFoldTests {
-    private func removeStateFile(in data: URL) throws {
+    /// Removes the database `name` in `data` with its `-wal` and `-shm` files.
+    private func removeDatabase(_ name: String = ServerStateFile.fileName, in data: URL) throws {
         for suffix in ["", "-wal", "-shm"] {
-            let path = data.appendingPathComponent(ServerStateFile.fileName).path + suffix
+            let path = data.appendingPathComponent(name).path + suffix
             if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
         }
     }
@@ -39,7 +40,7 @@ extension StateFoldTests {
         let data = URL(fileURLWithPath: directory.path("data"))
         let before = try storeHistory(in: data, folded: true)
         #expect(before.startSerial == 8)
-        try removeStateFile(in: data)
+        try removeDatabase(in: data)
         do {
             // Until it is folded again, the snapshot is empty and the log from serial 0 completes it.
             let unfolded = try SQLiteSyncStorage(directory: data, folds: false)
@@ -70,10 +71,7 @@ extension StateFoldTests {
             storage.waitUntilFolded()
             #expect(try snapshot(storage).startSerial == 8)
         }
-        for suffix in ["-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: data.path + "/server.sqlite" + suffix)
-        }
-        try FileManager.default.removeItem(atPath: data.appendingPathComponent(SQLiteSyncStorage.fileName).path)
+        try removeDatabase(SQLiteSyncStorage.fileName, in: data)
         try FileManager.default.copyItem(
             atPath: copy, toPath: data.appendingPathComponent(SQLiteSyncStorage.fileName).path)
         do {
@@ -174,7 +172,7 @@ extension StateFoldTests {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
         try storeHistory(in: data, folded: false)
-        try removeStateFile(in: data)
+        try removeDatabase(in: data)
         try Data(repeating: 0x5A, count: 8_192).write(to: data.appendingPathComponent(ServerStateFile.fileName))
         do {
             _ = try SQLiteSyncStorage(directory: data)
@@ -183,7 +181,7 @@ extension StateFoldTests {
             #expect(error.message.contains(ServerStateFile.fileName))
             #expect(error.fix?.contains("remove \(ServerStateFile.fileName)") == true)
         }
-        try removeStateFile(in: data)
+        try removeDatabase(in: data)
         let rebuilt = try SQLiteSyncStorage(directory: data)
         rebuilt.waitUntilFolded()
         #expect(titles(try snapshot(rebuilt).changes) == expected)
