@@ -162,21 +162,25 @@ extension ChangeLog {
                         func applyAll() throws -> ApplyOutcome {
                             // Released below once applied; only a failure of the first batch itself
                             // applies it again (run(true)), before anything has released it.
-                            guard let firstBatch = first else {
+                            guard first != nil else {
                                 preconditionFailure("the first batch was applied again after it was released")
                             }
+                            // Each batch is read through its optional, never bound to a local copy,
+                            // so that releaseApplied(_:) takes the last reference to it.
                             var outcome = try applyInTransaction(
-                                firstBatch, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                                first!, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
                             try afterEach(db)
                             // Applied: not held while the batches after it apply.
-                            first = nil
+                            Self.releaseApplied(&first)
                             var joined = 0
-                            while let changes = try next() {
+                            while true {
+                                var changes = try next()
+                                if changes == nil { break }
                                 joined += 1
                                 let applied: ApplyOutcome
                                 do {
                                     applied = try applyInTransaction(
-                                        changes, db, foreignKeys: foreignKeys, savepointEach: false)
+                                        changes!, db, foreignKeys: foreignKeys, savepointEach: false)
                                 } catch let failed as FailedChange {
                                     // SQLite itself ended the transaction (a full disk): its error.
                                     guard db.isInsideTransaction else { throw failed.underlying }
@@ -187,6 +191,7 @@ extension ChangeLog {
                                         fix: "apply the batches again, the first of them alone")
                                 }
                                 try afterEach(db)
+                                Self.releaseApplied(&changes)
                                 outcome.applied += applied.applied
                                 outcome.superseded += applied.superseded
                                 outcome.rejected += applied.rejected
@@ -197,6 +202,16 @@ extension ChangeLog {
                     }
                 }
             }
+        }
+    }
+
+    /// Frees an applied batch on another thread (``BackgroundRelease``) unless it is small, so
+    /// that the batch after it does not wait for that; `batch` is nil afterwards.
+    private static func releaseApplied(_ batch: inout PreparedChanges?) {
+        if let count = batch?.count, count >= 256 {
+            BackgroundRelease.release(&batch)
+        } else {
+            batch = nil
         }
     }
 

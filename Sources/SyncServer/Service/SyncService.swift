@@ -1,4 +1,5 @@
 import Foundation
+import OfflineStore
 import SyncProtocol
 
 /// The protocol's request handlers behind any HTTP layer: routing, authentication, decoding,
@@ -120,8 +121,12 @@ public final class SyncService: Sendable {
                 guard !grant.readOnly else {
                     throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
                 }
-                let (push, texts) = try ProtocolJSON.decodePushKeepingText(from: request.body, limits: limits)
-                return try Self.json(try self.push(push, texts: texts, in: request.body, dataset: dataset))
+                var (push, texts): (PushRequest?, _) = try ProtocolJSON.decodePushKeepingText(
+                    from: request.body, limits: limits)
+                let response = try Self.json(try self.push(push!, texts: texts, in: request.body, dataset: dataset))
+                // Freed on another thread: the answer does not wait for its changes to be freed.
+                BackgroundRelease.release(&push)
+                return response
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
                 return try self.pull(pull, dataset: dataset)
