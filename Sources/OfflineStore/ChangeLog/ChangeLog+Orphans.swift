@@ -81,7 +81,14 @@ extension ChangeLog {
         let links = OrphanLink.declared(in: schema)
         // The tables the batch writes: those its changes name, and the child tables the search
         // takes orphans out of.
-        let written = Set(changes.map { $0.table.lowercased() } + links.map { $0.child.lowercased() })
+        var written = Set(links.map { $0.child.lowercased() })
+        // A batch's changes come in runs of one table: each run's name is lowercased and hashed
+        // once (per change, that was 1.3% of the apply thread's instructions, callgrind).
+        var lastTable: String?
+        for change in changes where change.table != lastTable {
+            lastTable = change.table
+            written.insert(change.table.lowercased())
+        }
         let markedWhole = try Self.isWholeOrphanSearchMarked(db)
         // Nothing proved the app's own writes (or another program's, just noticed), or an app's
         // trigger, or a key's `ON DELETE` / `ON UPDATE` action in force inside the caller's
