@@ -63,7 +63,8 @@ enum ServeCommand: Command {
         // handler threads for pushes that wait for the batch they follow (HandlerThreads). A request
         // seldom waits for one: on PostgreSQL those waiting pushes borrow one only to ask again
         // whether their batch is stored.
-        guard let storage = StorageLocation.open(arguments, command: name, connections: 2 * threads) else {
+        guard let storage = StorageLocation.open(arguments, command: name, connections: 2 * threads, folds: true)
+        else {
             return .failure
         }
         // Only a data directory can be put back behind the server's back with its record of served

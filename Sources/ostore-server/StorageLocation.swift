@@ -40,18 +40,22 @@ enum StorageLocation {
     }
 
     /// Opens the storage here; a PostgreSQL storage keeps at most `connections` connections open.
-    func open(connections: Int = 4) throws(ServerError) -> any SyncStorage {
+    /// Only `serve` folds pushed changes into a data directory's current rows (`folds`): an
+    /// administration command leaves that to the server.
+    func open(connections: Int = 4, folds: Bool = false) throws(ServerError) -> any SyncStorage {
         switch self {
-        case .sqlite(let directory): try SQLiteSyncStorage(directory: directory)
+        case .sqlite(let directory): try SQLiteSyncStorage(directory: directory, folds: folds)
         case .postgres(let url): try PostgresSyncStorage(url: url, connections: connections)
         }
     }
 
     /// The storage the options name; nil after printing why when there is none.
-    static func open(_ arguments: ParsedArguments, command: String, connections: Int = 4) -> (any SyncStorage)? {
+    static func open(_ arguments: ParsedArguments, command: String, connections: Int = 4, folds: Bool = false)
+        -> (any SyncStorage)?
+    {
         guard let location = StorageLocation(arguments, command: command) else { return nil }
         do {
-            return try location.open(connections: connections)
+            return try location.open(connections: connections, folds: folds)
         } catch {
             Console.error("ostore-server \(command): \(error)")
             return nil

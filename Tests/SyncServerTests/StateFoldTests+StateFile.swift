@@ -186,4 +186,29 @@ extension StateFoldTests {
         rebuilt.waitUntilFolded()
         #expect(titles(try snapshot(rebuilt).changes) == expected)
     }
+
+    /// A storage opened with `folds` false merges nothing, even asked to wait for the fold, and
+    /// the administration commands, which open it so, work on a directory with unfolded pushes and
+    /// leave them unfolded for the server. (Whether a command's storage folds cannot be seen from
+    /// outside: a folder waits a second before its first round, and the commands end sooner.)
+    @Test func aStorageThatDoesNotFoldLeavesPushesUnfoldedAndTheCommandsOpenItSo() throws {
+        let directory = try TemporaryDirectory()
+        let data = URL(fileURLWithPath: directory.path("data"))
+        do {
+            let storage = try SQLiteSyncStorage(directory: data, folds: false)
+            try storage.createDataset(named: "family")
+            _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
+        }
+        let server = try builtProduct("ostore-server").path
+        for command in [["dataset", "list"], ["dataset", "create", "work"], ["token", "list"]] {
+            let result = try run(server, command + ["--data", data.path])
+            #expect(result.status == 0, "\(command): \(String(decoding: result.error, as: UTF8.self))")
+        }
+        let unfolded = try SQLiteSyncStorage(directory: data, folds: false)
+        unfolded.waitUntilFolded()
+        #expect(try snapshot(unfolded).startSerial == 0)
+        let served = try SQLiteSyncStorage(directory: data)
+        served.waitUntilFolded()
+        #expect(titles(try snapshot(served).changes) == expected)
+    }
 }

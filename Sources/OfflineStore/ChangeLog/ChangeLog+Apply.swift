@@ -851,9 +851,7 @@ private final class PageLog {
 /// What applying one batch looks up again and again, kept for the batch: each table's
 /// ``AppliedTable``, the numbers the metadatabase gives sites, and the held statements.
 private final class ApplyLookups {
-    // One apply uses it, on one thread, and no access to a property overlaps another access to
-    // it: its properties go without dynamic exclusivity checks (those were 3.6% of the apply
-    // thread's instructions, callgrind, 100,000 pulled inserts).
+    // Its properties go without dynamic exclusivity checks, as PageLog's do, for the same reason.
     /// The batch's tables (``PreparedChanges/tables``), each made when a change first needs it.
     private let shapes: [TableShape]
     @exclusivity(unchecked) private var tables: [AppliedTable?]
@@ -912,9 +910,7 @@ private final class ApplyLookups {
 /// metadatabase, and its statements, prepared once for the batch (an insert or update is prepared
 /// per set of columns it writes).
 private final class AppliedTable {
-    // One apply uses it, on one thread, and no access to a property overlaps another access to
-    // it: its properties go without dynamic exclusivity checks (those were 3.6% of the apply
-    // thread's instructions, callgrind, 100,000 pulled inserts).
+    // Its properties go without dynamic exclusivity checks, as PageLog's do, for the same reason.
     enum Write { case insert, update }
 
     let shape: TableShape

@@ -7,9 +7,9 @@ import Synchronization
 ///
 /// A pulled page of 5,000 changes holds some 35,000 allocations: each change's dictionaries,
 /// strings and site id, and what preparing it made. Freeing them was 8% of the apply thread's
-/// instructions in `ostore-bench sync` (callgrind), and B's pull took 10% less time once they were
-/// freed here (6 alternating runs, 1,060 → 955 ms median). A value is worth handing over only
-/// when it holds thousands of allocations: the caller decides.
+/// instructions in `ostore-bench sync` (callgrind); B's pull was faster in most alternating runs
+/// once they were freed here, though not in every set (docs/sync-benchmark-history.md, Session 17).
+/// A value is worth handing over only when it holds thousands of allocations: the caller decides.
 ///
 /// ```swift
 /// var batch: PreparedChanges? = log.prepare(page.changes)

@@ -51,9 +51,17 @@ public final class SQLiteSyncStorage: SyncStorage {
         try self.init(directory: directory, folds: true)
     }
 
-    /// `folds` false leaves every push unfolded, as a crash right after its acknowledgement
-    /// would: for tests.
-    init(directory: URL, folds: Bool) throws(ServerError) {
+    /// Opens the storage in `directory`; with `folds` false it merges nothing into the current
+    /// rows (``StateFolder``): pushes stored through it stay unfolded, as after a crash right after
+    /// their acknowledgement, until a storage that folds opens the directory. The administration
+    /// commands open it so: they never fold beside a running server, nor wait at exit for a round
+    /// of folding to end. The check of `state.sqlite` against the log runs either way.
+    ///
+    /// ```swift
+    /// let storage = try SQLiteSyncStorage(directory: data, folds: false)
+    /// try storage.createDataset(named: "family")
+    /// ```
+    public init(directory: URL, folds: Bool) throws(ServerError) {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
