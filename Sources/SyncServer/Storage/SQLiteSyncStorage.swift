@@ -228,7 +228,7 @@ public final class SQLiteSyncStorage: SyncStorage {
             _ = try pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM server_datasets") }
             _ = try state.pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM state_datasets") }
         } catch {
-            throw ServerError(.unavailable, "the server database cannot be read: \(error)")
+            throw ServerError(.unavailable, "the server's databases cannot be read: \(error)")
         }
     }
 

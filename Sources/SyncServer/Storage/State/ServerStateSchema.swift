@@ -24,8 +24,8 @@ enum ServerStateSchemaV1: VersionedSchema {
         }
     }
 
-    /// The merged state of each row, as `server_rows` kept it in `server.sqlite` up to server schema
-    /// 1.4 (``ServerSchemaV1_3/RowState``): its newest creation and deletion versions and its cells
+    /// The merged state of each row, as `server_rows` kept it in `server.sqlite` before this file
+    /// (``ServerSchemaV1_3/RowState``): its newest creation and deletion versions and its cells
     /// packed (``MergedRow``). `key` is the canonical JSON of the row's key.
     enum RowState: Model {
         static let tableDefinition = TableDefinition(

@@ -53,8 +53,8 @@ final class StateFolder: Sendable {
 
     /// Starts the thread, which first folds whatever the log holds beyond each dataset's
     /// `foldedSerial` (`foldedSerials`, 0 for a dataset not in it: what a crash or a stop left).
-    /// With `running` false nothing is folded: tests use it to hold a data directory in the state a
-    /// crash right after a push leaves.
+    /// With `running` false nothing is folded: the administration commands leave folding to the
+    /// server so, and tests hold a data directory in the state a crash right after a push leaves.
     init(log: DatabasePool, state stateFile: DatabasePool, foldedSerials: [Int64: Int64], running: Bool = true) {
         state.folded = foldedSerials
         guard running else {
