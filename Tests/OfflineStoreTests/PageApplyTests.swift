@@ -175,6 +175,44 @@ struct PageApplyTests {
         #expect(try db.count("notes") == 0)
     }
 
+    /// A deleted key inserted again (Protocol/README.md §8.5): a column's version from the row's
+    /// life before the delete is void once the delete applies, so an update older than the delete
+    /// writes nothing whether it arrives before the delete (the delete then drops the row) or after
+    /// the row came back, where it used to win over the stale version of the earlier life. Applied
+    /// one change at a time and as one page, in both orders: the same row everywhere.
+    @Test func anUpdateOlderThanADeleteDoesNotWriteIntoTheRowInsertedAgain() throws {
+        let site = Data(repeating: 6, count: 16)
+        func change(_ operation: PendingChange.Operation, _ offset: Int64, _ columns: [String: DatabaseValue])
+            -> RemoteChange
+        {
+            RemoteChange(
+                table: "notes", primaryKey: ["id": .text("n")], operation: operation, columns: columns,
+                clock: HybridTimestamp(milliseconds: Self.start + offset, counter: 0), siteID: site)
+        }
+        let insert = change(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)])
+        let early = change(.update, 20, ["body": .text("early")])
+        let beforeDelete = change(.update, 30, ["body": .text("before the delete")])
+        let delete = change(.delete, 40, [:])
+        let again = change(.insert, 50, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
+        let later = change(.update, 60, ["rank": .integer(6)])
+        let orders = [
+            "in clock order": [insert, early, beforeDelete, delete, again, later],
+            "the old update last": [insert, early, delete, again, later, beforeDelete],
+        ]
+        for (name, changes) in orders.sorted(by: { $0.key < $1.key }) {
+            let oneByOne = try store("one-by-one \(name).sqlite")
+            for change in changes { _ = try oneByOne.log.apply([change], to: oneByOne.db) }
+            let page = try store("page \(name).sqlite")
+            _ = try page.log.apply(Array(changes.prefix(2)), to: page.db)
+            let outcome = try page.log.apply(Array(changes.dropFirst(2)), to: page.db)
+            #expect(outcome.rejected.isEmpty)
+            for (db, how) in [(oneByOne.db, "one by one"), (page.db, "as a page")] {
+                let rows = try db.fetchAll(String.self, "SELECT id || '|' || body || '|' || rank FROM notes")
+                #expect(rows == ["n|again|6"], "\(name), \(how)")
+            }
+        }
+    }
+
     /// A new row of `notes` from site 5, `offset` milliseconds after a fixed time of this run.
     private static func newNote(_ id: String, _ offset: Int64) -> RemoteChange {
         RemoteChange(

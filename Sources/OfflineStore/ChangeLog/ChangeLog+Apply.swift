@@ -418,12 +418,16 @@ extension ChangeLog {
             for (position, value) in known.enumerated() {
                 guard let value, !target.isKey[position] else { continue }
                 let name = target.definition.columns[position].name
-                if let local = row.versions[name] {
+                // A column's version from before the row's delete is void (the server drops a
+                // deleted row's cells, Protocol/README.md §8.2 rule 8): the row's creation since
+                // dates the column, so an update older than the delete no longer wins over the
+                // column of a row inserted again, whether it arrived before the delete or after.
+                if let local = row.versions[name], local > (deleted ?? .oldest) {
                     guard incoming > local else { continue }
                 } else {
-                    // No change of this column yet: the row's creation dates it. The same version
-                    // is the same change, e.g. a column of an insert that waited in the stash for
-                    // the migration that added the column.
+                    // No change of this column yet (or none since the delete): the row's creation
+                    // dates it. The same version is the same change, e.g. a column of an insert
+                    // that waited in the stash for the migration that added the column.
                     guard incoming >= (created ?? .oldest) else { continue }
                 }
                 winners[position] = value
