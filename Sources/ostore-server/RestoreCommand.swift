@@ -40,7 +40,9 @@ enum RestoreCommand: Command {
             }
             let backup = arguments.positionals[0]
             do {
-                let storage = try SQLiteSyncStorage.restore(from: URL(fileURLWithPath: backup), into: directory)
+                // Only `serve` folds: this command ends at once (see StorageLocation.open).
+                let storage = try SQLiteSyncStorage.restore(
+                    from: URL(fileURLWithPath: backup), into: directory, folds: false)
                 Console.output(
                     "restored \(storage.path) from \(backup); \(try storage.datasets().count) dataset(s) have a new "
                         + "incarnation: devices download them again and push again what the backup lacks")

@@ -187,9 +187,9 @@ extension StateFoldTests {
         #expect(titles(try snapshot(rebuilt).changes) == expected)
     }
 
-    /// A storage opened with `folds` false merges nothing, even asked to wait for the fold, and
-    /// the administration commands, which open it so, work on a directory with unfolded pushes and
-    /// leave them unfolded for the server. (Whether a command's storage folds cannot be seen from
+    /// A storage opened with `folds` false (or restored so) merges nothing, even asked to wait for
+    /// the fold, and the administration commands and `restore`, which open it so, work on a directory
+    /// with unfolded pushes and leave them unfolded for the server. (Whether a command's storage folds cannot be seen from
     /// outside: a folder waits a second before its first round, and the commands end sooner.)
     @Test func aStorageThatDoesNotFoldLeavesPushesUnfoldedAndTheCommandsOpenItSo() throws {
         let directory = try TemporaryDirectory()
@@ -199,8 +199,18 @@ extension StateFoldTests {
             try storage.createDataset(named: "family")
             _ = try storage.storeBatch(history, site: site, clientSchema: schema, dataset: "family")
         }
+        let backup = directory.path("backup.sqlite")
+        try FileManager.default.copyItem(
+            atPath: data.appendingPathComponent(SQLiteSyncStorage.fileName).path, toPath: backup)
+        do {
+            let restored = try SQLiteSyncStorage.restore(
+                from: URL(fileURLWithPath: backup), into: data, folds: false)
+            restored.waitUntilFolded()
+            #expect(try snapshot(restored).startSerial == 0)
+        }
         let server = try builtProduct("ostore-server").path
-        for command in [["dataset", "list"], ["dataset", "create", "work"], ["token", "list"]] {
+        let commands = [["dataset", "list"], ["dataset", "create", "work"], ["token", "list"], ["restore", backup]]
+        for command in commands {
             let result = try run(server, command + ["--data", data.path])
             #expect(result.status == 0, "\(command): \(String(decoding: result.error, as: UTF8.self))")
         }

@@ -6,7 +6,9 @@ extension SQLiteSyncStorage {
     /// incarnation (``renewIncarnations(of:)``), so the pull cursors devices hold are refused and each
     /// device downloads again, while its hello tells it which of its pushes the backup lacks. The
     /// server must be stopped. The backup is copied and checked first; nothing is replaced when it is
-    /// not a readable server database.
+    /// not a readable server database. With `folds` false (what `ostore-server restore` passes: it
+    /// ends at once) the storage it returns merges nothing into the current state; the server started
+    /// next does (see ``init(directory:folds:)``).
     ///
     /// ```swift
     /// let storage = try SQLiteSyncStorage.restore(
@@ -15,7 +17,9 @@ extension SQLiteSyncStorage {
     /// ```
     ///
     /// See <https://www.sqlite.org/backup.html> and <https://www.sqlite.org/pragma.html#pragma_integrity_check>.
-    public static func restore(from backup: URL, into directory: URL) throws(ServerError) -> SQLiteSyncStorage {
+    public static func restore(from backup: URL, into directory: URL, folds: Bool = true) throws(ServerError)
+        -> SQLiteSyncStorage
+    {
         let target = directory.appendingPathComponent(fileName).path
         let staged = target + ".restoring"
         let files = FileManager.default
@@ -53,7 +57,7 @@ extension SQLiteSyncStorage {
                 .storage, "cannot put the backup in place at \(target): \(error)",
                 fix: "check the data directory's permissions and run the restore again")
         }
-        let storage = try SQLiteSyncStorage(directory: directory)
+        let storage = try SQLiteSyncStorage(directory: directory, folds: folds)
         try storage.renewIncarnations()
         try storage.recordServedSerials()
         return storage

@@ -63,8 +63,9 @@ final class ServerStateFile: Sendable {
                 (id: try row.decode(Int64.self, at: 0), legacySerial: try row.decode(Int64.self, at: 1))
             }
         }
-        // One write transaction: a fold of another process opening the same directory (a second
-        // server, `ostore-server restore`) cannot come between a check and its repair.
+        // One write transaction: a fold or a reconcile of another process opening the same
+        // directory (a second server, an administration command) cannot come between a check and
+        // its repair.
         let folded = try pool.write { db in
             var recorded: [Int64: (serial: Int64, mark: Int64?)] = [:]
             for row in try db.fetchAll("SELECT datasetID, foldedSerial, foldedMark FROM state_datasets") {
