@@ -175,42 +175,78 @@ struct PageApplyTests {
         #expect(try db.count("notes") == 0)
     }
 
-    /// A deleted key inserted again (Protocol/README.md §8.5): a column's version from the row's
-    /// life before the delete is void once the delete applies, so an update older than the delete
-    /// writes nothing whether it arrives before the delete (the delete then drops the row) or after
-    /// the row came back, where it used to win over the stale version of the earlier life. Applied
-    /// one change at a time and as one page, in both orders: the same row everywhere.
-    @Test func anUpdateOlderThanADeleteDoesNotWriteIntoTheRowInsertedAgain() throws {
-        let site = Data(repeating: 6, count: 16)
-        func change(_ operation: PendingChange.Operation, _ offset: Int64, _ columns: [String: DatabaseValue])
-            -> RemoteChange
-        {
-            RemoteChange(
-                table: "notes", primaryKey: ["id": .text("n")], operation: operation, columns: columns,
-                clock: HybridTimestamp(milliseconds: Self.start + offset, counter: 0), siteID: site)
-        }
-        let insert = change(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)])
-        let early = change(.update, 20, ["body": .text("early")])
-        let beforeDelete = change(.update, 30, ["body": .text("before the delete")])
-        let delete = change(.delete, 40, [:])
-        let again = change(.insert, 50, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
-        let later = change(.update, 60, ["rank": .integer(6)])
-        let orders = [
-            "in clock order": [insert, early, beforeDelete, delete, again, later],
-            "the old update last": [insert, early, delete, again, later, beforeDelete],
-        ]
+    /// A change of row `n` of `notes` from site 6, `offset` milliseconds after a fixed time of this run.
+    private static func noteChange(
+        _ operation: PendingChange.Operation, _ offset: Int64, _ columns: [String: DatabaseValue] = [:]
+    ) -> RemoteChange {
+        RemoteChange(
+            table: "notes", primaryKey: ["id": .text("n")], operation: operation, columns: columns,
+            clock: HybridTimestamp(milliseconds: start + offset, counter: 0), siteID: Data(repeating: 6, count: 16))
+    }
+
+    /// Applies each order of the same changes to fresh stores, one change at a time and (after its
+    /// first two changes) as one page, and expects row `n` as `id|body|rank` to be `expected` in all.
+    private func expectTheSameRow(_ expected: String, inEveryOrderOf orders: [String: [RemoteChange]]) throws {
         for (name, changes) in orders.sorted(by: { $0.key < $1.key }) {
-            let oneByOne = try store("one-by-one \(name).sqlite")
+            let oneByOne = try store("one-by-one \(name), \(expected).sqlite")
             for change in changes { _ = try oneByOne.log.apply([change], to: oneByOne.db) }
-            let page = try store("page \(name).sqlite")
+            let page = try store("page \(name), \(expected).sqlite")
             _ = try page.log.apply(Array(changes.prefix(2)), to: page.db)
             let outcome = try page.log.apply(Array(changes.dropFirst(2)), to: page.db)
             #expect(outcome.rejected.isEmpty)
-            for (db, how) in [(oneByOne.db, "one by one"), (page.db, "as a page")] {
+            let whole = try store("whole \(name), \(expected).sqlite")
+            _ = try whole.log.apply(changes, to: whole.db)
+            for (db, how) in [(oneByOne.db, "one by one"), (page.db, "as a page"), (whole.db, "all in one page")] {
                 let rows = try db.fetchAll(String.self, "SELECT id || '|' || body || '|' || rank FROM notes")
-                #expect(rows == ["n|again|6"], "\(name), \(how)")
+                #expect(rows == [expected], "\(name), \(how)")
             }
         }
+    }
+
+    /// A deleted key inserted again (Protocol/README.md §8.5): a column's version older than the
+    /// row's delete counts as none, so an update older than the delete writes nothing whether it
+    /// arrives before the delete (which then drops the row) or after the row came back, where it
+    /// used to win over the stale version of the earlier life.
+    @Test func anUpdateOlderThanADeleteDoesNotWriteIntoTheRowInsertedAgain() throws {
+        let insert = Self.noteChange(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)])
+        let early = Self.noteChange(.update, 20, ["body": .text("early")])
+        let beforeDelete = Self.noteChange(.update, 30, ["body": .text("before the delete")])
+        let delete = Self.noteChange(.delete, 40)
+        let again = Self.noteChange(.insert, 50, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
+        let later = Self.noteChange(.update, 60, ["rank": .integer(6)])
+        try expectTheSameRow(
+            "n|again|6",
+            inEveryOrderOf: [
+                "in clock order": [insert, early, beforeDelete, delete, again, later],
+                "the old update last": [insert, early, delete, again, later, beforeDelete],
+            ])
+    }
+
+    /// A delete drops the row's column versions, as the server drops a deleted row's cells: an
+    /// update concurrent with the delete but newer than it, applied before it, leaves no version
+    /// behind that would keep a later update out of the row inserted again (one newer than the
+    /// re-insert, older than that update). A site that applied the delete first never had it.
+    @Test func aDeleteDropsAColumnVersionNewerThanItself() throws {
+        let insert = Self.noteChange(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)])
+        let concurrent = Self.noteChange(.update, 45, ["body": .text("concurrent")])
+        let delete = Self.noteChange(.delete, 40)
+        let again = Self.noteChange(.insert, 42, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
+        let later = Self.noteChange(.update, 43, ["body": .text("later")])
+        try expectTheSameRow(
+            "n|later|5",
+            inEveryOrderOf: [
+                "the concurrent update first": [insert, concurrent, delete, again, later],
+                "the delete first": [insert, delete, concurrent, again, later],
+            ])
+        // A second insert merges into the row the first brought back, column by column.
+        let againLater = Self.noteChange(
+            .insert, 44, ["id": .text("n"), "body": .text("again later"), "rank": .integer(7)])
+        try expectTheSameRow(
+            "n|again later|7",
+            inEveryOrderOf: [
+                "the concurrent update first": [insert, concurrent, delete, again, againLater],
+                "the delete first": [insert, delete, concurrent, again, againLater],
+            ])
     }
 
     /// A new row of `notes` from site 5, `offset` milliseconds after a fixed time of this run.

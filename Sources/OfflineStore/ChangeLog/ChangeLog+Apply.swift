@@ -382,6 +382,17 @@ extension ChangeLog {
                         arguments: keyValues))
             }
             try record("-")
+            // The delete drops the row's column versions, as the server drops a deleted row's cells
+            // (Protocol/README.md §8.2 rule 4): one newer than the delete (an update concurrent with
+            // it, applied before it) would otherwise keep an older update out of the row inserted
+            // again here and not on a site that applied the delete first. Those older than the
+            // delete count as none anyway (rule 8, below). A local one still queued goes with them:
+            // its row is gone, so the push would pass it over.
+            if row.versions.keys.contains(where: { $0 != "" && $0 != "-" }) {
+                try db.execute(
+                    SQL(sql: Self.forgetColumnVersionsSQL, arguments: [.integer(Int64(tableID)), loggedKey]))
+                if let slot { page?.forgetColumnVersions(slot: slot) }
+            }
             outcome.applied += 1
         case .insert, .update:
             if change.operation == .update, isDeleted {
@@ -630,6 +641,12 @@ extension ChangeLog {
             SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
         """
 
+    /// Deletes a row's column versions from the log (`?1` the table's number, `?2` the key as the
+    /// log stores it), keeping its creation (`''`) and deletion (`'-'`) versions.
+    private static let forgetColumnVersionsSQL = """
+        DELETE FROM ostore_meta.ostore_changes WHERE tableID = ?1 AND pk = ?2 AND columnName NOT IN ('', '-')
+        """
+
     func trackedTableID(_ name: String, _ db: Database) throws -> Int {
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_tables (name) VALUES (\(name))")
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)") ?? 0
@@ -770,6 +787,13 @@ private final class PageLog {
     }
 
     func isRepeated(_ slot: Int) -> Bool { repeated[slot] }
+
+    /// Forgets the column versions of a row a delete dropped from the log (its creation and
+    /// deletion versions stay), for the page's later changes of that row.
+    func forgetColumnVersions(slot: Int) {
+        guard repeated[slot] else { return }
+        versions[slot] = versions[slot].filter { $0.key == "" || $0.key == "-" }
+    }
 
     /// Whether two rows of one table have values for the same columns.
     private static func sameColumns(_ one: [DatabaseValue?], _ other: [DatabaseValue?]) -> Bool {
