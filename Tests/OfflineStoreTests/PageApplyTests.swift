@@ -203,10 +203,10 @@ struct PageApplyTests {
         }
     }
 
-    /// A deleted key inserted again (Protocol/README.md §8.5): a column's version older than the
-    /// row's delete counts as none, so an update older than the delete writes nothing whether it
-    /// arrives before the delete (which then drops the row) or after the row came back, where it
-    /// used to win over the stale version of the earlier life.
+    /// A deleted key inserted again (Protocol/README.md §8.5): the delete drops the row's column
+    /// versions, so an update older than the delete writes nothing whether it arrives before the
+    /// delete (which then drops the row) or after the row came back, where it used to win over the
+    /// stale version of the earlier life.
     @Test func anUpdateOlderThanADeleteDoesNotWriteIntoTheRowInsertedAgain() throws {
         let insert = Self.noteChange(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)])
         let early = Self.noteChange(.update, 20, ["body": .text("early")])
@@ -220,6 +220,30 @@ struct PageApplyTests {
                 "in clock order": [insert, early, beforeDelete, delete, again, later],
                 "the old update last": [insert, early, delete, again, later, beforeDelete],
             ])
+    }
+
+    /// A row deleted here keeps its column versions in the log (the local delete is recorded,
+    /// not applied by the rules), yet those older than the delete count as none once the row is
+    /// inserted again: an update older than the delete writes nothing into it, as on a site that
+    /// applied the delete as a remote one (which dropped them).
+    @Test func anUpdateOlderThanALocalDeleteDoesNotWriteIntoTheRowInsertedAgain() throws {
+        let (db, log) = try store("local delete.sqlite")
+        _ = try log.apply(
+            [
+                Self.noteChange(.insert, 10, ["id": .text("n"), "body": .text("first"), "rank": .integer(1)]),
+                Self.noteChange(.update, 20, ["body": .text("early")]),
+            ], to: db)
+        try db.execute("DELETE FROM notes WHERE id = 'n'")
+        // Ten seconds from now: newer than the local delete, within the clock drift allowed.
+        let again = Self.noteChange(.insert, 70_000, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
+        let older = Self.noteChange(.update, 30, ["body": .text("older than the delete")])
+        #expect(try log.apply([again], to: db).applied == 1)
+        #expect(try log.apply([older], to: db).superseded == 1)
+        #expect(try db.fetchAll(String.self, "SELECT id || '|' || body || '|' || rank FROM notes") == ["n|again|5"])
+        // The local delete's entry kept the row's column version from before it.
+        #expect(
+            try db.fetchValue(
+                Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE columnName = 'body'") == 1)
     }
 
     /// A delete drops the row's column versions, as the server drops a deleted row's cells: an
@@ -247,6 +271,65 @@ struct PageApplyTests {
                 "the concurrent update first": [insert, concurrent, delete, again, againLater],
                 "the delete first": [insert, delete, concurrent, again, againLater],
             ])
+    }
+
+    /// Keys deleted and inserted again, in any order (Protocol/README.md §8.5): random inserts,
+    /// updates and deletes of four keys from three sites, every update of a key older than every
+    /// delete of it (an update newer than a delete is the gap §8.5 keeps), applied one change at a
+    /// time in their order, reversed and shuffled, and in pages: the same rows every time.
+    @Test(arguments: 1...24) func changesOfDeletedAndReinsertedKeysConvergeInAnyOrder(seed: UInt64) throws {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15
+        func random(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let keys = ["k0", "k1", "k2", "k3"]
+        // Per key, updates before this offset and deletes after it; inserts anywhere.
+        let split = Dictionary(uniqueKeysWithValues: keys.map { ($0, Int64(1_000 + random(8_000))) })
+        var used = Set<Int64>()
+        func clock(_ range: Range<Int64>) -> HybridTimestamp {
+            var offset = range.lowerBound + Int64(random(Int(range.count)))
+            while !used.insert(offset).inserted { offset = range.lowerBound + Int64(random(Int(range.count))) }
+            return HybridTimestamp(milliseconds: Self.start + offset, counter: 0)
+        }
+        let changes = (0..<40).map { _ -> RemoteChange in
+            let key = keys[random(keys.count)]
+            let site = Data(repeating: UInt8(1 + random(3)), count: 16)
+            let body = DatabaseValue.text("b\(random(1_000))")
+            let rank = DatabaseValue.integer(Int64(random(100)))
+            switch random(20) {
+            case 0..<8:
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .insert,
+                    columns: ["id": .text(key), "body": body, "rank": rank], clock: clock(0..<12_000), siteID: site)
+            case 8..<15:
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .update,
+                    columns: random(2) == 0 ? ["body": body] : ["rank": rank], clock: clock(0..<split[key]!),
+                    siteID: site)
+            default:
+                return RemoteChange(
+                    table: "notes", primaryKey: ["id": .text(key)], operation: .delete, columns: [:],
+                    clock: clock(split[key]!..<split[key]! + 3_000), siteID: site)
+            }
+        }
+        var shuffled = changes
+        for index in shuffled.indices.reversed() { shuffled.swapAt(index, random(index + 1)) }
+        func rows(_ order: [RemoteChange], _ name: String, pageSize: Int = 1) throws -> [String] {
+            let (db, log) = try store("\(name).sqlite")
+            var start = 0
+            while start < order.count {
+                let end = min(order.count, start + pageSize)
+                _ = try log.apply(Array(order[start..<end]), to: db)
+                start = end
+            }
+            return try db.fetchAll(
+                String.self, "SELECT id || '|' || quote(body) || '|' || quote(rank) FROM notes ORDER BY id")
+        }
+        let reference = try rows(changes, "in order")
+        #expect(try rows(changes.reversed(), "reversed") == reference, "seed \(seed)")
+        #expect(try rows(shuffled, "shuffled") == reference, "seed \(seed)")
+        #expect(try rows(shuffled, "shuffled in pages", pageSize: 7) == reference, "seed \(seed)")
     }
 
     /// A new row of `notes` from site 5, `offset` milliseconds after a fixed time of this run.
