@@ -246,6 +246,28 @@ struct PageApplyTests {
                 Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE columnName = 'body'") == 1)
     }
 
+    /// A remote delete that drops the row's column versions never lowers the newest place in the
+    /// queue: the delete's own entry is written first. Here the dropped versions are the newest
+    /// entries (local edits, already pushed); a place taken again would put the next local change
+    /// at or below the pushed watermark, where the push would never send it.
+    @Test func aDeleteDroppingTheNewestEntriesLeavesTheNextLocalChangeQueued() throws {
+        let (db, log) = try store("newest.sqlite")
+        try db.execute("INSERT INTO notes (id, body, rank) VALUES ('n', 'first', 1)")
+        try db.execute(
+            "UPDATE notes SET body = 'second', rank = 2, weight = 0.5, data = x'00', tally = 7 WHERE id = 'n'")
+        let pushed = try log.pendingChanges(db, limit: 100)
+        try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
+        #expect(try log.pendingCount(db) == 0)
+        // Ten seconds from now: newer than the local edits. With a second change, a page.
+        let delete = Self.noteChange(.delete, 70_000)
+        var other = Self.noteChange(.insert, 70_001, ["id": .text("m"), "body": .text("other"), "rank": .integer(3)])
+        other.primaryKey = ["id": .text("m")]
+        #expect(try log.apply([delete, other], to: db).applied == 2)
+        try db.execute("INSERT INTO notes (id, body, rank) VALUES ('local', 'after', 4)")
+        #expect(try log.pendingChanges(db, limit: 100).map(\.table) == ["notes"])
+        #expect(try log.pendingCount(db) == 1)
+    }
+
     /// A delete drops the row's column versions, as the server drops a deleted row's cells: an
     /// update concurrent with the delete but newer than it, applied before it, leaves no version
     /// behind that would keep a later update out of the row inserted again (one newer than the

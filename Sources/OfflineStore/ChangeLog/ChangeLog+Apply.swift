@@ -389,6 +389,11 @@ extension ChangeLog {
             // delete count as none anyway (rule 8, below). A local one still queued goes with them:
             // its row is gone, so the push would pass it over.
             if row.versions.keys.contains(where: { $0 != "" && $0 != "-" }) {
+                // The delete's own entry first, so that it takes the newest place: dropping the
+                // newest entries before it was written would lower the newest place, and a local
+                // change made next would take a place at or below the pushed watermark and never
+                // be pushed.
+                try page?.write(db)
                 try db.execute(
                     SQL(sql: Self.forgetColumnVersionsSQL, arguments: [.integer(Int64(tableID)), loggedKey]))
                 if let slot { page?.forgetColumnVersions(slot: slot) }
