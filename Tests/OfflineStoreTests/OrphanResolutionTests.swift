@@ -12,7 +12,7 @@ private enum StorePlan: MigrationPlan {
         static let versionIdentifier: Schema.Version = "1.0.0"
         static let models: [any Model.Type] = [
             Shelf.self, Item.self, Bin.self, Node.self, Note.self, Tag.self, Pair.self, Team.self, Member.self,
-            Label.self, Sticker.self,
+            Label.self, Sticker.self, Category.self, Product.self,
         ]
     }
 
@@ -97,6 +97,21 @@ private enum StorePlan: MigrationPlan {
         static let tableDefinition = TableDefinition("stickers", options: [.strict]) {
             Column("id", .text).primaryKey()
             Column("labelID", .text).references("labels", "id")
+        }
+    }
+
+    /// Categories that products refer to by their unique code, not by their key.
+    enum Category: Model {
+        static let tableDefinition = TableDefinition("categories", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("code", .text).notNull().unique()
+        }
+    }
+
+    enum Product: Model {
+        static let tableDefinition = TableDefinition("products", options: [.strict]) {
+            Column("id", .text).primaryKey()
+            Column("categoryCode", .text).references("categories", "code")
         }
     }
 
@@ -199,6 +214,27 @@ struct OrphanResolutionTests {
         #expect(outcome.stashed == 0)
         #expect(try ids("items").isEmpty && log.stashedCount(db) == 0)
         #expect(try pending() == ["items:delete"])
+    }
+
+    /// A child refers to its parent by a unique column, not the parent's key: the log keeps only
+    /// the deleted parent's key, so the batch notes the code its delete took out. The child is
+    /// deleted, as a key's child would be; it used to wait in the stash for ever, and came back
+    /// with the next category given the same code.
+    @Test func aChildReferringToADeletedParentsUniqueColumnIsDeleted() throws {
+        _ = try log.apply(
+            [
+                other.change(.insert, "categories", ["id": .text("C1")], ["code": .text("fruit")]),
+                other.change(.insert, "categories", ["id": .text("C2")], ["code": .text("veg")]),
+                other.change(.insert, "products", ["id": .text("apple")], ["categoryCode": .text("fruit")]),
+                other.change(.insert, "products", ["id": .text("leek")], ["categoryCode": .text("veg")]),
+            ], to: db)
+        let outcome = try log.apply([other.change(.delete, "categories", ["id": .text("C1")])], to: db)
+        #expect(outcome.applied == 2)  // the delete, and a new local delete of its product
+        #expect(try ids("products") == ["leek"])
+        #expect(try pending() == ["products:delete"])
+        #expect(try log.stashedCount(db) == 0 && noOrphan())
+        _ = try log.apply([other.change(.insert, "categories", ["id": .text("C3")], ["code": .text("fruit")])], to: db)
+        #expect(try ids("products") == ["leek"])
     }
 
     @Test func aCompositeKeysChildrenGoWithTheirShelfOnly() throws {

@@ -258,7 +258,9 @@ extension ChangeLog {
         try ChangeJournal.fold(db)
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
-        let lookups = ApplyLookups(batch.tables, siteCount: batch.sites.count)
+        let links = OrphanLink.declared(in: schema)
+        let deletedParents = DeletedParentValues(links)
+        let lookups = ApplyLookups(batch.tables, siteCount: batch.sites.count, deletedParents: deletedParents)
         // Applied whole, the page's log entries are read for all its rows at once and its new
         // entries written together (PageLog); change by change, each reads and writes its own,
         // since a savepoint's rollback takes back what it wrote.
@@ -287,7 +289,9 @@ extension ChangeLog {
             }
         }
         do { try page?.write(db) } catch { throw FailedChange(underlying: error) }
-        try resolveOrphans(after: changes, foreignKeys: foreignKeys, db, outcome: &outcome)
+        try resolveOrphans(
+            after: changes, foreignKeys: foreignKeys, db, outcome: &outcome, links: links,
+            deletedParents: deletedParents)
         try recordRefused(outcome.rejected, db)
         // The clock has received the batch's clocks: kept with them, so a process opening the store
         // later starts past them. The newest entry it starts from otherwise may be older (the last
@@ -376,6 +380,8 @@ extension ChangeLog {
                 return
             }
             if row.exists == true {
+                try lookups.deletedParents.noteDeleting(
+                    target.definition.name, keyColumns: target.keyColumns, keyValues: keyValues, db)
                 try db.execute(
                     SQL(
                         sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns),
@@ -892,8 +898,11 @@ private final class ApplyLookups {
     @exclusivity(unchecked) private var siteNumbers: [Int?]
     @exclusivity(unchecked) private var keyedTexts: [String: String] = [:]
     @exclusivity(unchecked) private var recordVersion: Statement?
+    /// What the batch's deletes took out of columns a foreign key refers to other than the key.
+    let deletedParents: DeletedParentValues
 
-    init(_ shapes: [TableShape], siteCount: Int) {
+    init(_ shapes: [TableShape], siteCount: Int, deletedParents: DeletedParentValues) {
+        self.deletedParents = deletedParents
         self.shapes = shapes
         tables = [AppliedTable?](repeating: nil, count: shapes.count)
         siteNumbers = [Int?](repeating: nil, count: siteCount)

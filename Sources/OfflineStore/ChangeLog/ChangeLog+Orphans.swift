@@ -52,7 +52,7 @@ enum ForeignKeyMode {
 /// The proof (``ForeignKeyMode/suspended``), in place of a `foreign_key_check` of the whole
 /// database: SQLite's own definitions of every table's foreign keys (`pragma_foreign_key_list`,
 /// tables that do not sync included) are read; for those the schema declares, the search's last
-/// pass finding nothing is the proof (see ``ChangeLog/resolveOrphans(after:foreignKeys:_:outcome:)``);
+/// pass finding nothing is the proof (see ``ChangeLog/resolveOrphans(after:foreignKeys:_:outcome:links:deletedParents:)``);
 /// for any other (a table that does not sync, a key the declaration lacks) the same search over
 /// the same rows must find nothing.
 /// See <https://www.sqlite.org/foreignkeys.html> and <https://www.sqlite.org/pragma.html#pragfunc>.
@@ -60,7 +60,7 @@ extension ChangeLog {
     /// Foreign keys off while a batch applies (outside a transaction, where SQLite honours the
     /// pragma): their actions (`ON DELETE CASCADE`) would otherwise delete or change rows without
     /// a trace in the log, e.g. the tags of a reminder taken out while it waits for its list, which
-    /// then never come back. ``resolveOrphans(after:foreignKeys:_:outcome:)`` does their work by
+    /// then never come back. ``resolveOrphans(after:foreignKeys:_:outcome:links:deletedParents:)`` does their work by
     /// the sync rules and proves none is left. Inside a caller's transaction the pragma cannot
     /// change; keys stay as they are. See <https://www.sqlite.org/foreignkeys.html#fk_enable>.
     func withoutForeignKeyActions<Result>(_ db: Database, _ body: (_ foreignKeys: ForeignKeyMode) throws -> Result)
@@ -75,10 +75,12 @@ extension ChangeLog {
 
     /// Resolves the orphans a batch of `changes` (already applied in this transaction) can have
     /// left, and, with keys suspended, proves none is left (see the extension's documentation).
+    /// `links` are the schema's (``OrphanLink/declared(in:)``); `deletedParents` what the batch's
+    /// deletes took out of columns a key refers to other than the parent's key.
     func resolveOrphans(
-        after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome
+        after changes: [RemoteChange], foreignKeys: ForeignKeyMode, _ db: Database, outcome: inout ApplyOutcome,
+        links: [OrphanLink], deletedParents: DeletedParentValues
     ) throws {
-        let links = OrphanLink.declared(in: schema)
         // The tables the batch writes: those its changes name, and the child tables the search
         // takes orphans out of.
         var written = Set(links.map { $0.child.lowercased() })
@@ -97,7 +99,7 @@ extension ChangeLog {
         guard foreignKeys != .notEnforced, !markedWhole, try !Self.hasAppTriggers(on: written, db),
             try foreignKeys != .enforced || !Self.hasForeignKeyActions(db)
         else {
-            var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true)
+            var search = OrphanSearch(links: links, rows: TouchedRows(), whole: true, deletedParents: deletedParents)
             while try search.pass(self, db, outcome: &outcome) {}
             if foreignKeys != .enforced, let violation = try db.fetchOne("PRAGMA foreign_key_check") {
                 throw Self.orphanLeft(in: try violation.decode(String.self, at: 0))
@@ -111,7 +113,8 @@ extension ChangeLog {
         let tables = Set((links + proofLinks).flatMap { [$0.child.lowercased(), $0.parent.lowercased()] })
         guard !tables.isEmpty else { return }
         var search = OrphanSearch(
-            links: links, rows: TouchedRows(changes, schema: schema, tables: tables), whole: false)
+            links: links, rows: TouchedRows(changes, schema: schema, tables: tables), whole: false,
+            deletedParents: deletedParents)
         while try search.pass(self, db, outcome: &outcome) {}
         // The search proved its own keys: its last pass found no orphan among the rows it had
         // not looked at, and a row it looked at before can only have become one through a
@@ -211,7 +214,7 @@ extension ChangeLog {
     /// throws for a key holding NULL (a composite key of a rowid table may), which no `=` matches.
     fileprivate func resolve(
         orphan childKey: [DatabaseValue], parentKey: [DatabaseValue], of link: OrphanLink, _ db: Database,
-        outcome: inout ApplyOutcome
+        deletedParents: DeletedParentValues, outcome: inout ApplyOutcome
     ) throws -> Bool {
         let row = try db.fetchOne(Self.rowSQL("SELECT * FROM", link.child, link.childKey, childKey, set: [:]))
         try db.execute(Self.rowSQL("DELETE FROM", link.child, link.childKey, childKey, set: [:]))
@@ -228,13 +231,20 @@ extension ChangeLog {
         }
         let parentID = try trackedTableID(link.parent, db)
         let childID = try trackedTableID(link.child, db)
+        // A key that refers to other columns than the parent's key: the batch's deletes noted the
+        // values they took out of them; the log knows only keys.
+        let parentWentInBatch =
+            link.parentKeyPlaces == nil
+            && deletedParents.contains(parentKey, in: link.parent, columns: link.parentColumns)
         // The parent's logged key has its key's order, which the foreign key's columns may not.
         var parentKey = parentKey
         if let places = link.parentKeyPlaces {
             let values = parentKey
             for (index, place) in places.enumerated() { parentKey[place] = values[index] }
         }
-        if try isDeleted(parentID, Self.loggedKey(parentKey), collation: link.parentKeyCollation, db) {
+        if try parentWentInBatch
+            || isDeleted(parentID, Self.loggedKey(parentKey), collation: link.parentKeyCollation, db)
+        {
             // A new local delete, newer than anything this store has seen: dated by the parent's
             // deletion, it could be older than the child's creation and lose on other sites,
             // which keep the child (moved meanwhile to a live parent) while this one has dropped
@@ -649,7 +659,11 @@ struct OrphanSearch {
     private var seenDeleted: [Int]
     private var passes = 0
 
-    init(links: [OrphanLink], rows: TouchedRows, whole: Bool) {
+    /// What the batch's deletes took out of columns a key refers to other than the parent's key.
+    let deletedParents: DeletedParentValues
+
+    init(links: [OrphanLink], rows: TouchedRows, whole: Bool, deletedParents: DeletedParentValues) {
+        self.deletedParents = deletedParents
         self.links = links
         self.rows = rows
         self.whole = whole
@@ -688,7 +702,7 @@ struct OrphanSearch {
                 guard
                     try log.resolve(
                         orphan: childKey, parentKey: Array(orphan[link.childKey.count...]), of: link, db,
-                        outcome: &outcome)
+                        deletedParents: deletedParents, outcome: &outcome)
                 else { continue }
                 rows.noteDeleted(link.child, childKey)
             }
