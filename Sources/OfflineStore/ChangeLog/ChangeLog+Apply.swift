@@ -440,10 +440,11 @@ extension ChangeLog {
             for (position, value) in known.enumerated() {
                 guard let value, !target.isKey[position] else { continue }
                 let name = target.definition.columns[position].name
-                // A column's version from before the row's delete is void (the server drops a
-                // deleted row's cells, Protocol/README.md §8.2 rule 8): the row's creation since
-                // dates the column, so an update older than the delete no longer wins over the
-                // column of a row inserted again, whether it arrived before the delete or after.
+                // A column's version older than the row's delete is void (Protocol/README.md §8.2
+                // rule 8): a delete applied here dropped them (above), but a row deleted by this
+                // device keeps them (its delete is recorded, not merged). The row's creation since
+                // dates the column, so an update older than the delete does not write into the row
+                // inserted again, as on a site that merged the delete.
                 if let local = row.versions[name], local > (deleted ?? .oldest) {
                     guard incoming > local else { continue }
                 } else {
