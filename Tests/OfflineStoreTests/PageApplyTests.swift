@@ -184,19 +184,30 @@ struct PageApplyTests {
             clock: HybridTimestamp(milliseconds: start + offset, counter: 0), siteID: Data(repeating: 6, count: 16))
     }
 
-    /// Applies each order of the same changes to fresh stores, one change at a time and (after its
-    /// first two changes) as one page, and expects row `n` as `id|body|rank` to be `expected` in all.
+    /// Applies each order of the same changes to fresh stores, one change at a time (as a page of
+    /// one, and beside a refused change, which takes the way of a savepoint per change) and (after
+    /// its first two changes) as one page, and expects row `n` as `id|body|rank` to be `expected`
+    /// in all.
     private func expectTheSameRow(_ expected: String, inEveryOrderOf orders: [String: [RemoteChange]]) throws {
         for (name, changes) in orders.sorted(by: { $0.key < $1.key }) {
             let oneByOne = try store("one-by-one \(name), \(expected).sqlite")
             for change in changes { _ = try oneByOne.log.apply([change], to: oneByOne.db) }
+            let withSavepoints = try store("savepoints \(name), \(expected).sqlite")
+            for change in changes {
+                let outcome = try withSavepoints.log.apply([change, Self.refused], to: withSavepoints.db)
+                #expect(outcome.rejected.map(\.index) == [1])
+            }
             let page = try store("page \(name), \(expected).sqlite")
             _ = try page.log.apply(Array(changes.prefix(2)), to: page.db)
             let outcome = try page.log.apply(Array(changes.dropFirst(2)), to: page.db)
             #expect(outcome.rejected.isEmpty)
             let whole = try store("whole \(name), \(expected).sqlite")
             _ = try whole.log.apply(changes, to: whole.db)
-            for (db, how) in [(oneByOne.db, "one by one"), (page.db, "as a page"), (whole.db, "all in one page")] {
+            let ways = [
+                (oneByOne.db, "one by one"), (withSavepoints.db, "one by one with savepoints"), (page.db, "as a page"),
+                (whole.db, "all in one page"),
+            ]
+            for (db, how) in ways {
                 let rows = try db.fetchAll(String.self, "SELECT id || '|' || body || '|' || rank FROM notes")
                 #expect(rows == [expected], "\(name), \(how)")
             }
@@ -234,8 +245,9 @@ struct PageApplyTests {
                 Self.noteChange(.update, 20, ["body": .text("early")]),
             ], to: db)
         try db.execute("DELETE FROM notes WHERE id = 'n'")
-        // Ten seconds from now: newer than the local delete, within the clock drift allowed.
-        let again = Self.noteChange(.insert, 70_000, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
+        // Newer than the local delete, within the clock drift allowed.
+        let again = Self.noteChange(
+            .insert, Self.tenSecondsFromNow, ["id": .text("n"), "body": .text("again"), "rank": .integer(5)])
         let older = Self.noteChange(.update, 30, ["body": .text("older than the delete")])
         #expect(try log.apply([again], to: db).applied == 1)
         #expect(try log.apply([older], to: db).superseded == 1)
@@ -250,7 +262,10 @@ struct PageApplyTests {
     /// queue: the delete's own entry is written first. Here the dropped versions are the newest
     /// entries (local edits, already pushed); a place taken again would put the next local change
     /// at or below the pushed watermark, where the push would never send it.
-    @Test func aDeleteDroppingTheNewestEntriesLeavesTheNextLocalChangeQueued() throws {
+    /// Both ways of applying a batch: as a page, and change by change with a savepoint each (the
+    /// way a batch holding a refused change takes).
+    @Test(arguments: [false, true])
+    func aDeleteDroppingTheNewestEntriesLeavesTheNextLocalChangeQueued(withARefusedChange: Bool) throws {
         let (db, log) = try store("newest.sqlite")
         try db.execute("INSERT INTO notes (id, body, rank) VALUES ('n', 'first', 1)")
         try db.execute(
@@ -258,11 +273,14 @@ struct PageApplyTests {
         let pushed = try log.pendingChanges(db, limit: 100)
         try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
         #expect(try log.pendingCount(db) == 0)
-        // Ten seconds from now: newer than the local edits. With a second change, a page.
-        let delete = Self.noteChange(.delete, 70_000)
-        var other = Self.noteChange(.insert, 70_001, ["id": .text("m"), "body": .text("other"), "rank": .integer(3)])
+        // Newer than the local edits. With a second change, a page.
+        let delete = Self.noteChange(.delete, Self.tenSecondsFromNow)
+        var other = Self.noteChange(
+            .insert, Self.tenSecondsFromNow + 1, ["id": .text("m"), "body": .text("other"), "rank": .integer(3)])
         other.primaryKey = ["id": .text("m")]
-        #expect(try log.apply([delete, other], to: db).applied == 2)
+        let outcome = try log.apply([delete, other] + (withARefusedChange ? [Self.refused] : []), to: db)
+        #expect(outcome.applied == 2)
+        #expect(outcome.rejected.count == (withARefusedChange ? 1 : 0))
         try db.execute("INSERT INTO notes (id, body, rank) VALUES ('local', 'after', 4)")
         #expect(try log.pendingChanges(db, limit: 100).map(\.table) == ["notes"])
         #expect(try log.pendingCount(db) == 1)
@@ -363,6 +381,10 @@ struct PageApplyTests {
     }
 
     private static let start = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+
+    /// The offset from `start` of ten seconds after now: newer than what a test just wrote here,
+    /// within the clock drift the apply allows, however long after `start` the test runs.
+    private static var tenSecondsFromNow: Int64 { Int64(Date().timeIntervalSince1970 * 1000) + 10_000 - start }
 
     /// New rows are inserted by one statement for many of them; changes of other kinds in between
     /// (updates of rows the page inserted, deletes, an insert of a row changed twice) write those
