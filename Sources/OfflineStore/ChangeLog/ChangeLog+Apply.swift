@@ -726,8 +726,10 @@ extension ChangeLog {
                             changes.append(try JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)))
                         }
                         try db.execute("DELETE FROM ostore_meta.ostore_stash")
+                        let batch = prepare(changes)
                         var outcome = try applyInTransaction(
-                            prepare(changes), db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                            batch, db, foreignKeys: foreignKeys, savepointEach: savepointEach)
+                        try requeueLocalEntries(ofRowsBack: batch, outcome.rejected, db)
                         outcome.stashed = try stashCount(db)
                         return outcome
                     }
@@ -735,6 +737,48 @@ extension ChangeLog {
             }
         }
     }
+}
+
+extension ChangeLog {
+    /// Queues again this store's own entries of the rows that came back from the stash (an orphan
+    /// waited there for its parent, ``resolveOrphans(after:foreignKeys:_:outcome:links:deletedParents:)``).
+    /// While the row was out of its table a push passed its entries over, and the acknowledged mark
+    /// may have gone past them with a later change: a local edit made before the row left would
+    /// otherwise never be pushed. Entries already pushed before it left go again too; the server
+    /// keeps the versions it has (same clock, same site).
+    fileprivate func requeueLocalEntries(
+        ofRowsBack batch: PreparedChanges, _ rejected: [RejectedChange], _ db: Database
+    ) throws {
+        let refused = Set(rejected.map(\.index))
+        var done: Set<[DatabaseValue]> = []
+        for (index, plan) in batch.plans.enumerated() {
+            guard batch.changes[index].operation == .insert, !refused.contains(index), let place = plan.table,
+                plan.refused == nil, plan.refusedBeforeClock == nil
+            else { continue }
+            let table = batch.tables[place]
+            let tableID = try trackedTableID(table.definition.name, db)
+            guard done.insert([.integer(Int64(tableID)), plan.loggedKey]).inserted else { continue }
+            let inTable = SQL(
+                sql:
+                    "SELECT 1 FROM main.\(quoteIdentifier(table.definition.name)) WHERE \(Self.keyMatch(table.keyColumns))",
+                arguments: plan.keyValues)
+            guard try db.fetchOne(inTable) != nil else { continue }
+            try db.execute(
+                SQL(sql: Self.requeueLocalEntriesSQL, arguments: [.integer(Int64(tableID)), plan.loggedKey]))
+        }
+    }
+
+    /// Moves a row's own entries (`site = 0`) at or below the acknowledged mark to new places at
+    /// the end of the queue (`?1` the table's number, `?2` the key as the log stores it), in
+    /// their order.
+    private static let requeueLocalEntriesSQL = """
+        INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
+        SELECT tableID, pk, columnName, clock, site FROM ostore_meta.ostore_changes
+        WHERE tableID = ?1 AND pk = ?2 AND site = 0
+            AND seq <= (SELECT pushedSeq FROM ostore_meta.ostore_store WHERE id = 1)
+        ORDER BY seq
+        ON CONFLICT (tableID, pk, columnName) DO UPDATE SET seq = excluded.seq
+        """
 }
 
 /// The log's entries of a page's rows while the page applies whole (see

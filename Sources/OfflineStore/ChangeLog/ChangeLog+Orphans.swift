@@ -250,6 +250,8 @@ extension ChangeLog {
             // which keep the child (moved meanwhile to a live parent) while this one has dropped
             // it for good.
             try recordVersion(childID, Self.loggedKey(childKey), "-", clock.now(), 0, db)
+            // Its own children by a unique column of it are orphans of a deleted parent too.
+            if let row { deletedParents.noteDeleted(link.child, values: try row.valuesByColumnName()) }
             outcome.applied += 1
         } else if let row {
             let values = try row.valuesByColumnName()

@@ -46,6 +46,19 @@ final class DeletedParentValues {
         }
     }
 
+    /// Notes the referred values of a row already deleted (an orphan the search took out), read
+    /// from its values by column name before the delete. Its own children referring to them are
+    /// then orphans of a deleted parent too, deleted in the search's next pass.
+    func noteDeleted(_ table: String, values: [String: DatabaseValue]) {
+        guard let lists = referred[table.lowercased()] else { return }
+        let byLowercasedName = Dictionary(values.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
+        for columns in lists {
+            let referredValues = columns.map { byLowercasedName[$0] ?? .null }
+            guard !referredValues.contains(.null) else { continue }
+            deleted[Self.slot(table, columns), default: []].insert(referredValues)
+        }
+    }
+
     /// Whether a row deleted in this batch held `values` in `columns` of `parent` (compared value
     /// for value: a child's value of another type or collation than its parent's is not matched,
     /// and waits in the stash as before).
