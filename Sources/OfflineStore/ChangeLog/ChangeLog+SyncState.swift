@@ -80,7 +80,8 @@ extension ChangeLog {
     /// After a server lost pushes it had acknowledged (restored from a backup): every local change
     /// after `sequence`, the highest `seq` the server still has, is queued again, and the endpoint's
     /// acknowledged mark comes down to it. The log still holds each such change unless a newer
-    /// version from another site replaced it, and that version wins over it anyway. Returns how many
+    /// version from another site replaced it, or a delete from another site dropped the row's
+    /// column entries; that version or delete wins over it anyway. Returns how many
     /// log entries are queued again.
     @discardableResult
     public func requeuePushes(after sequence: Int64, endpoint: String, _ db: Database) throws -> Int {
