@@ -41,18 +41,6 @@ final class PipelineTransport: SyncTransport, @unchecked Sendable {
 
     var maxConcurrentRequests: Int { inner.maxConcurrentRequests }
 
-    /// Waits until no pull is in flight (the page asked for ahead has been answered), and returns
-    /// whether there was one.
-    func waitUntilNoPullInFlight() -> Bool {
-        let deadline = Date().addingTimeInterval(30)
-        var waited = false
-        while (inFlight.value["pull"] ?? 0) > 0, Date() < deadline {
-            waited = true
-            Thread.sleep(forTimeInterval: 0.001)
-        }
-        return waited
-    }
-
     /// Counts from here on, and fails the `number`th request (from 1) to `name`, or the push whose
     /// first change has the seq `pushStartingAt`, from here on.
     func watch(failing name: String? = nil, number: Int = 0, pushStartingAt: Int64? = nil) {
@@ -111,6 +99,22 @@ private struct DebugCollector: LogHandler {
     var minimumLevel: LogLevel { .debug }
     func log(level: LogLevel, _ message: String, metadata: [String: String]) {
         messages.withLock { $0.append(message) }
+    }
+
+    /// Waits until every pull page the engine has asked for is ready to apply or has failed, as
+    /// the engine logs them.
+    func waitUntilEveryPageAskedForHasEnded() {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let (asked, ended) = messages.withLock { messages in
+                (
+                    messages.count { $0 == "asking for a pull page" },
+                    messages.count { $0 == "pull page ready" || $0 == "pull page failed" }
+                )
+            }
+            if ended >= asked { return }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
     }
 }
 
@@ -215,8 +219,10 @@ struct PipelineTests {
     @Test(arguments: [false, true]) func withoutAnAppStepAPageAndItsCursorCommitTogether(joining: Bool) throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
-        let bob = try Device(directory, "bob.sqlite", transport: transport, token: dataset.token)
-        if joining { try makePagesArriveWhileOneApplies(bob) }
+        let messages = DebugCollector()
+        let bob = try Device(
+            directory, "bob.sqlite", transport: transport, token: dataset.token, configuration: logging(to: messages))
+        if joining { try makePagesArriveWhileOneApplies(bob, loggingTo: messages) }
         // Pull 2 fails, after page 1 came and while (or after) it is applied.
         transport.watch(failing: "pull", number: 2)
         #expect(throws: SyncError.self) { try bob.engine.sync() }
@@ -230,13 +236,13 @@ struct PipelineTests {
     }
 
     /// Makes each page's apply, once its cursor is saved, wait until the page asked for after it
-    /// has been answered, so the next page is there whenever one ends. The wait is a TEMP trigger
-    /// on the sync state's table (no trigger on a pulled table, which would change how pages apply).
-    private func makePagesArriveWhileOneApplies(_ device: Device) throws {
+    /// is ready (as the engine logs to `messages`, the device's log handler), so the next page is
+    /// there whenever one ends. The wait is a TEMP trigger on the sync state's table (no trigger on
+    /// a pulled table, which would change how pages apply).
+    private func makePagesArriveWhileOneApplies(_ device: Device, loggingTo messages: DebugCollector) throws {
         try device.db.add(
-            function: DatabaseFunction("wait_for_next_page", argumentCount: 0) { [transport] _ in
-                // Answered, then handed to the engine on the fetching thread: a moment more.
-                if transport.waitUntilNoPullInFlight() { Thread.sleep(forTimeInterval: 0.02) }
+            function: DatabaseFunction("wait_for_next_page", argumentCount: 0) { _ in
+                messages.waitUntilEveryPageAskedForHasEnded()
                 return 0
             })
         for event in ["INSERT", "UPDATE"] {
@@ -248,14 +254,23 @@ struct PipelineTests {
         }
     }
 
+    /// A store configuration whose log handler is `messages`.
+    private func logging(to messages: DebugCollector) -> Configuration {
+        var configuration = Configuration()
+        configuration.logHandler = messages
+        return configuration
+    }
+
     /// Pages that have arrived while one applies join its transaction: fewer commits (one progress
     /// report each) than pages, and the same rows.
     @Test func pagesReceivedWhileOneAppliesJoinItsTransaction() throws {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
         func pull(into name: String, pullTransactionChanges: Int) throws -> (reports: Int, held: Int) {
-            let device = try Device(directory, name, transport: transport, token: dataset.token)
-            try makePagesArriveWhileOneApplies(device)
+            let messages = DebugCollector()
+            let device = try Device(
+                directory, name, transport: transport, token: dataset.token, configuration: logging(to: messages))
+            try makePagesArriveWhileOneApplies(device, loggingTo: messages)
             var configuration = device.engine.configuration
             configuration.pullTransactionChanges = pullTransactionChanges
             // However slow the machine: pages join for as long as they arrive.
@@ -284,10 +299,8 @@ struct PipelineTests {
         let alice = try aliceWithTwentyOneChanges()
         #expect(try alice.engine.sync().pushed == 21)
         let messages = DebugCollector()
-        var configuration = Configuration()
-        configuration.logHandler = messages
         let bob = try Device(
-            directory, "bob.sqlite", transport: transport, token: dataset.token, configuration: configuration)
+            directory, "bob.sqlite", transport: transport, token: dataset.token, configuration: logging(to: messages))
         // R7 comes in the fourth page (the snapshot is in key order: R0, R1, R10 … R19, R2 … R9, then
         // the list), so it joins a transaction the first page opened.
         try bob.db.execute("PRAGMA foreign_keys = OFF")
@@ -295,7 +308,7 @@ struct PipelineTests {
             try db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R7', 'written here', 'L')")
         }
         try bob.db.execute("PRAGMA foreign_keys = ON")
-        try makePagesArriveWhileOneApplies(bob)
+        try makePagesArriveWhileOneApplies(bob, loggingTo: messages)
         var joiningLong = bob.engine.configuration
         joiningLong.pullTransactionTimeLimit = .seconds(60)
         let engine = SyncEngine(db: bob.db, log: bob.log, transport: transport, configuration: joiningLong)

@@ -743,9 +743,10 @@ extension ChangeLog {
     /// Queues again this store's own entries of the rows that came back from the stash (an orphan
     /// waited there for its parent, ``resolveOrphans(after:foreignKeys:_:outcome:links:deletedParents:)``).
     /// While the row was out of its table a push passed its entries over, and the acknowledged mark
-    /// may have gone past them with a later change: a local edit made before the row left would
-    /// otherwise never be pushed. Entries already pushed before it left go again too; the server
-    /// keeps the versions it has (same clock, same site).
+    /// went past them with a later change, or goes past them when that push is acknowledged after
+    /// the row came back: a local edit made before the row left would otherwise never be pushed.
+    /// Entries already pushed before it left go again too; the server keeps the versions it has
+    /// (same clock, same site).
     fileprivate func requeueLocalEntries(
         ofRowsBack batch: PreparedChanges, _ rejected: [RejectedChange], _ db: Database
     ) throws {
@@ -768,14 +769,15 @@ extension ChangeLog {
         }
     }
 
-    /// Moves a row's own entries (`site = 0`) at or below the acknowledged mark to new places at
-    /// the end of the queue (`?1` the table's number, `?2` the key as the log stores it), in
-    /// their order.
+    /// Moves a present row's own entries (`site = 0`) to new places at the end of the queue
+    /// (`?1` the table's number, `?2` the key as the log stores it), in their order: all of
+    /// them, since a push that passed them over may be acknowledged only after the row came back
+    /// (the mark then goes past entries still below it now). Not a deletion entry: the row is
+    /// present, so a local deletion of it is older than what brought it back (a reused key).
     private static let requeueLocalEntriesSQL = """
         INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site)
         SELECT tableID, pk, columnName, clock, site FROM ostore_meta.ostore_changes
-        WHERE tableID = ?1 AND pk = ?2 AND site = 0
-            AND seq <= (SELECT pushedSeq FROM ostore_meta.ostore_store WHERE id = 1)
+        WHERE tableID = ?1 AND pk = ?2 AND site = 0 AND columnName <> '-'
         ORDER BY seq
         ON CONFLICT (tableID, pk, columnName) DO UPDATE SET seq = excluded.seq
         """

@@ -231,20 +231,20 @@ extension ChangeLog {
         }
         let parentID = try trackedTableID(link.parent, db)
         let childID = try trackedTableID(link.child, db)
-        // A key that refers to other columns than the parent's key: the batch's deletes noted the
-        // values they took out of them; the log knows only keys.
-        let parentWentInBatch =
-            link.parentKeyPlaces == nil
-            && deletedParents.contains(parentKey, in: link.parent, columns: link.parentColumns)
-        // The parent's logged key has its key's order, which the foreign key's columns may not.
-        var parentKey = parentKey
+        let parentIsDeleted: Bool
         if let places = link.parentKeyPlaces {
-            let values = parentKey
-            for (index, place) in places.enumerated() { parentKey[place] = values[index] }
+            // The parent's logged key has its key's order, which the foreign key's columns may not.
+            var logged = parentKey
+            for (index, place) in places.enumerated() { logged[place] = parentKey[index] }
+            parentIsDeleted = try isDeleted(parentID, Self.loggedKey(logged), collation: link.parentKeyCollation, db)
+        } else {
+            // A key that refers to other columns than the parent's key: the batch's deletes noted
+            // the values they took out of them. The log knows only keys, and a deleted key equal
+            // to the referred value is another row's (deleting the child for it would lose it on
+            // every site).
+            parentIsDeleted = deletedParents.contains(parentKey, in: link.parent, columns: link.parentColumns)
         }
-        if try parentWentInBatch
-            || isDeleted(parentID, Self.loggedKey(parentKey), collation: link.parentKeyCollation, db)
-        {
+        if parentIsDeleted {
             // A new local delete, newer than anything this store has seen: dated by the parent's
             // deletion, it could be older than the child's creation and lose on other sites,
             // which keep the child (moved meanwhile to a live parent) while this one has dropped

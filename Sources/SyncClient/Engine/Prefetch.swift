@@ -22,13 +22,16 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     /// already), the request goes to Dispatch after all: late, never lost.
     ///
     /// `start` runs its argument on a new thread and says whether it could (a test replaces it).
+    /// `ended` is told the outcome on that thread once ``isReady`` is true.
     init(
         _ work: @escaping @Sendable (_ isCancelled: @escaping @Sendable () -> Bool) throws(SyncError) -> Value,
+        ended: (@Sendable (Result<Value, SyncError>) -> Void)? = nil,
         start: (@escaping @Sendable () -> Void) -> Bool = { DetachedThread.start(named: threadName, $0) }
     ) {
         let run: @Sendable () -> Void = { [self] in
             let outcome = Result { () throws(SyncError) -> Value in try work { [self] in lock.withLock { cancelled } } }
             lock.withLock { result = outcome }
+            ended?(outcome)
             done.signal()
         }
         if !start(run) { DispatchQueue.global().async(execute: run) }

@@ -368,25 +368,42 @@ public final class SyncEngine {
             cursor: state.cursor, limit: pageSize)
         // A page comes with its changes already in the store's terms (and without the wire's copy
         // of them) and prepared for the apply (ChangeLog.prepare), on the thread that read it, not
-        // on the one applying the page before, which holds the write lock.
+        // on the one applying the page before, which holds the write lock. Each page is logged
+        // (debug) when asked for and once it is ready or has failed, on the thread that read it:
+        // whether it joins the transaction of the page applying then depends on that moment.
+        let handler = db.configuration.logHandler
+        let endpoint = endpoint
         func fetch(after cursor: String?, limit: Int) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
             resumed.limit = limit
             let asked = resumed
-            return Prefetch { (isCancelled) throws(SyncError) -> PulledPage in
-                var page = try requests.exchange(
-                    "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
-                // Converted from the last, each wire change freed as soon as it is converted, so the
-                // page is not held twice at its peak.
-                var wire = page.changes
-                page.changes = []
-                var changes: [RemoteChange] = []
-                changes.reserveCapacity(wire.count)
-                while let change = wire.popLast() { changes.append(RemoteChange(change)) }
-                changes.reverse()
-                return (page, log.prepare(changes))
-            }
+            Self.log(to: handler, endpoint: endpoint, .debug, "asking for a pull page", ["limit": "\(limit)"])
+            return Prefetch(
+                { (isCancelled) throws(SyncError) -> PulledPage in
+                    var page = try requests.exchange(
+                        "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
+                    // Converted from the last, each wire change freed as soon as it is converted, so
+                    // the page is not held twice at its peak.
+                    var wire = page.changes
+                    page.changes = []
+                    var changes: [RemoteChange] = []
+                    changes.reserveCapacity(wire.count)
+                    while let change = wire.popLast() { changes.append(RemoteChange(change)) }
+                    changes.reverse()
+                    return (page, log.prepare(changes))
+                },
+                ended: { outcome in
+                    switch outcome {
+                    case .success(let (page, changes)):
+                        Self.log(
+                            to: handler, endpoint: endpoint, .debug, "pull page ready",
+                            ["changes": "\(changes.count)", "hasMore": "\(page.hasMore)"])
+                    case .failure(let error):
+                        Self.log(
+                            to: handler, endpoint: endpoint, .debug, "pull page failed", ["reason": error.message])
+                    }
+                })
         }
         // The pages' checkpoints are made on a thread of their own, which ends before this returns.
         try db.withBackgroundCheckpoints { (checkpointer) throws(SyncError) in
@@ -540,7 +557,15 @@ public final class SyncEngine {
 
     /// A message through the store's ``LogHandler``, when the app set one that wants its level.
     private func logMessage(_ level: LogLevel, _ message: String, _ metadata: [String: String]) {
-        guard let handler = db.configuration.logHandler, handler.minimumLevel <= level else { return }
+        Self.log(to: db.configuration.logHandler, endpoint: endpoint, level, message, metadata)
+    }
+
+    /// A message through `handler`, from any thread (the requests' own ones included).
+    private static func log(
+        to handler: (any LogHandler)?, endpoint: String, _ level: LogLevel, _ message: String,
+        _ metadata: [String: String]
+    ) {
+        guard let handler, handler.minimumLevel <= level else { return }
         handler.log(level: level, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
     }
 
