@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncClient
@@ -43,5 +44,43 @@ struct PrefetchTests {
         request.cancel()
         #expect(try request.value() == false)
         #expect(request.isReady)
+    }
+
+    /// `ended` (the engine logs a page there, through the app's handler) runs once the answer is
+    /// ready, and a handler that blocks does not hold the answer back from `value()`; `abandon()`
+    /// waits for `ended` too, so nothing runs for the engine once it has returned.
+    @Test func endedSeesTheAnswerReadyAndHoldsBackOnlyAbandon() throws {
+        let endedStarted = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let sawReady = Locked<Bool?>(nil)
+        let endedReturned = Locked(false)
+        let box = Locked<Prefetch<String>?>(nil)
+        let request = Prefetch(
+            { (_) throws(SyncError) -> String in "answered" },
+            ended: { outcome in
+                sawReady.value = box.value?.isReady
+                endedStarted.signal()
+                _ = release.wait(timeout: .now() + 30)
+                endedReturned.value = (try? outcome.get()) == "answered"
+            },
+            start: { run in
+                // Started once the request is in the box, so `ended` can look at it.
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.05, execute: run)
+                return true
+            })
+        box.value = request
+        #expect(endedStarted.wait(timeout: .now() + 10) == .success)
+        #expect(sawReady.value == true)
+        #expect(try request.value() == "answered")
+        #expect(endedReturned.value == false)
+        let abandoned = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            request.abandon()
+            abandoned.signal()
+        }
+        #expect(abandoned.wait(timeout: .now() + 0.2) == .timedOut)
+        release.signal()
+        #expect(abandoned.wait(timeout: .now() + 10) == .success)
+        #expect(endedReturned.value)
     }
 }

@@ -4,10 +4,12 @@ import Foundation
 /// busy with the next pull page while the store applies the last one.
 ///
 /// `@unchecked Sendable`: `result` and `cancelled` are read and written only between
-/// `lock.lock()` and `lock.unlock()`; `done` is a semaphore, safe from any thread.
+/// `lock.lock()` and `lock.unlock()`; `done` and `endedToo` are semaphores, safe from any thread.
 final class Prefetch<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private let done = DispatchSemaphore(value: 0)
+    /// Signalled once `ended` has returned too.
+    private let endedToo = DispatchSemaphore(value: 0)
     private var result: Result<Value, SyncError>?
     private var cancelled = false
 
@@ -22,7 +24,8 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     /// already), the request goes to Dispatch after all: late, never lost.
     ///
     /// `start` runs its argument on a new thread and says whether it could (a test replaces it).
-    /// `ended` is told the outcome on that thread once ``isReady`` is true.
+    /// `ended` is told the outcome on that thread once ``isReady`` is true; whoever waits in
+    /// ``value()`` does not wait for it (it may log through an app's handler, which may block).
     init(
         _ work: @escaping @Sendable (_ isCancelled: @escaping @Sendable () -> Bool) throws(SyncError) -> Value,
         ended: (@Sendable (Result<Value, SyncError>) -> Void)? = nil,
@@ -31,8 +34,9 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
         let run: @Sendable () -> Void = { [self] in
             let outcome = Result { () throws(SyncError) -> Value in try work { [self] in lock.withLock { cancelled } } }
             lock.withLock { result = outcome }
-            ended?(outcome)
             done.signal()
+            ended?(outcome)
+            endedToo.signal()
         }
         if !start(run) { DispatchQueue.global().async(execute: run) }
     }
@@ -43,7 +47,7 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     /// Waits for the work to end and returns what it gave (the same each time it is asked).
     func value() throws(SyncError) -> Value {
         done.wait()
-        // Signalled again for whoever asks next (``value()`` once more, or ``abandon()``).
+        // Signalled again for whoever asks next (``value()`` once more).
         done.signal()
         return try lock.withLock { result! }.get()
     }
@@ -52,10 +56,11 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
     var isReady: Bool { lock.withLock { result != nil } }
 
     /// Tells the work nobody needs its answer (it stops before its next retry), and waits for it
-    /// to end, so nothing uses the transport once the engine has returned.
+    /// and its `ended` to end, so nothing uses the transport once the engine has returned.
     func abandon() {
         cancel()
-        done.wait()
+        endedToo.wait()
+        endedToo.signal()
     }
 
     /// Tells the work nobody needs its answer, without waiting for it to end.
