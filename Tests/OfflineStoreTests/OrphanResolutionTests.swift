@@ -272,9 +272,10 @@ struct OrphanResolutionTests {
     }
 
     /// A row edited here, then stashed waiting for a parent another site moved it to: a push
-    /// meanwhile passes its entry over (the row is not in its table) and the acknowledged mark
-    /// goes past it with the next local change pushed. When the parent arrives and the row comes
-    /// back with the edit, the edit is queued again; it used to stay here alone, never pushed.
+    /// meanwhile reads the edit from the stash. One that passed it over (made by a build before
+    /// pushes read the stash, or one that did not find the row there) let the acknowledged mark go
+    /// past it with the next local change pushed. When the parent arrives and the row comes back
+    /// with the edit, the edit is queued again; it used to stay here alone, never pushed.
     @Test func aLocalEditOfARowThatWaitedForItsParentIsPushedWhenItComesBack() throws {
         _ = try log.apply(
             [
@@ -287,7 +288,9 @@ struct OrphanResolutionTests {
         #expect(try ids("products").isEmpty)
         try db.execute("INSERT INTO categories (id, code) VALUES ('C9', 'local')")
         let pushed = try log.pendingChanges(db, limit: 100)
-        #expect(pushed.map(\.table) == ["categories"])
+        #expect(pushed.map(\.table) == ["products", "categories"])
+        #expect(pushed.first?.columns == ["sku": .text("A-1")])
+        // As a push that passed the edit over: C9 acknowledged, the edit never sent.
         try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
         #expect(try log.pendingCount(db) == 0)
         _ = try log.apply([other.change(.insert, "categories", ["id": .text("C2")], ["code": .text("fresh")])], to: db)
@@ -300,11 +303,11 @@ struct OrphanResolutionTests {
         #expect(queued.first?.columns["sku"] == .text("A-1"))
     }
 
-    /// The same edit, but the push that passed the product over (it was in the stash) is
+    /// The same edit, but the push that read it (or passed it over) while the product waited is
     /// acknowledged only after the product came back: the mark goes past the edit then, so the
     /// edit is queued again even though it was above the mark when the product returned, and the
     /// queue after it with it (the category in flight goes twice, in its place after the edit).
-    @Test func aLocalEditIsPushedWhenThePushThatPassedItOverIsAcknowledgedAfterTheRowCameBack() throws {
+    @Test func aLocalEditIsQueuedAgainWhenThePushMadeWhileItsRowWaitedIsAcknowledgedAfterItCameBack() throws {
         _ = try log.apply(
             [
                 other.change(.insert, "categories", ["id": .text("C1")], ["code": .text("fruit")]),
@@ -315,7 +318,7 @@ struct OrphanResolutionTests {
         #expect(try log.apply([move], to: db).stashed == 1)
         try db.execute("INSERT INTO categories (id, code) VALUES ('C9', 'local')")
         let inFlight = try log.pendingChanges(db, limit: 100)
-        #expect(inFlight.map(\.table) == ["categories"])
+        #expect(inFlight.map(\.table) == ["products", "categories"])
         _ = try log.apply([other.change(.insert, "categories", ["id": .text("C2")], ["code": .text("fresh")])], to: db)
         #expect(try ids("products") == ["apple"])
         try log.markPushed(db, upTo: try #require(inFlight.last?.sequence))
@@ -344,30 +347,75 @@ struct OrphanResolutionTests {
         #expect(try peer.pendingChanges(peerDB, limit: 100).isEmpty)
     }
 
-    /// As above, but a push while M waited passed its move over and was acknowledged, and team 1's
-    /// delete came after that push: M's move is queued again ahead of the delete, not after it.
+    /// As above, but a push while M waited passed its move over (see
+    /// ``aLocalEditOfARowThatWaitedForItsParentIsPushedWhenItComesBack()``) and was acknowledged,
+    /// and team 1's delete came after that push: M's move is queued again ahead of the delete.
     @Test func aPassedOverEditComesBackAheadOfTheChangesStillQueuedAfterIt() throws {
         _ = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
         try db.execute("INSERT INTO teams (id) VALUES ('5')")
         try db.execute("DELETE FROM teams WHERE id = '1'")
-        let pushed = try log.pendingChanges(db, limit: 1)
-        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["teams:insert"])
-        try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
+        let queuedBefore = try log.pendingChanges(db, limit: 100)
+        #expect(
+            queuedBefore.map { "\($0.table):\($0.operation.rawValue)" } == [
+                "members:update", "teams:insert", "teams:delete",
+            ])
+        try log.markPushed(db, upTo: queuedBefore[1].sequence)
         _ = try log.apply([other.change(.insert, "teams", ["id": .text("9")])], to: db)
         let queued = try log.pendingChanges(db, limit: 100)
         #expect(queued.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
         #expect(queued.first?.columns["teamRef"] == .text("2"))
     }
 
-    /// Protocol §8.4's known gap: a push while M waits in the stash sends team 1's delete without
-    /// M's move away from team 1 (the push cannot read M), so a peer applying it deletes M.
-    @Test func aPushWhileARowWaitsSendsItsEditBeforeTheChangesQueuedAfterIt() throws {
-        _ = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
+    /// A push while M waits in the stash reads M's values there: its move away from team 1 goes
+    /// in its place, before team 1's delete (without it a peer applying the delete deletes M).
+    @Test func aPushWhileARowWaitsSendsItsEditInItsPlaceWithTheStashedValues() throws {
+        let setup = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
         try db.execute("DELETE FROM teams WHERE id = '1'")
         let pushed = try log.pendingChanges(db, limit: 100)
-        withKnownIssue("a push cannot read a row waiting in the stash (Protocol §8.4)") {
-            #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
-        }
+        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(pushed.first?.columns == ["teamRef": .text("2")])
+        let peerDB = try Database(path: directory.path("peer.sqlite"))
+        let peer = try ChangeLog.open(peerDB, migrator: try Migrator(plan: StorePlan.self))
+        _ = try peer.apply(Array(setup.dropLast()), to: peerDB)
+        for change in pushed { _ = try peer.apply([RemoteChange(change, siteID: log.identity.siteID)], to: peerDB) }
+        #expect(try peerDB.fetchAll(String.self, "SELECT id || '|' || teamRef FROM members") == ["M|2"])
+        #expect(try peer.pendingChanges(peerDB, limit: 100).isEmpty)
+    }
+
+    /// The same through the read of a batch all of one table (its entries joined to their rows):
+    /// M's edit is read from the stash, and so is the insert of a member made here and moved by
+    /// another site to a team not here yet.
+    @Test func aBatchOfOneTableReadsItsWaitingRowsFromTheStash() throws {
+        _ = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
+        try db.execute("INSERT INTO members (id, teamRef, teamNumber) VALUES ('N', '2', 3)")
+        let moveAway = other.change(
+            .update, "members", ["id": .text("N")], ["teamNumber": .integer(9)], secondsFromNow: 5)
+        _ = try log.apply([moveAway], to: db)
+        #expect(try ids("members").isEmpty && log.stashedCount(db) == 2)
+        let pushed = try log.pendingChanges(db, limit: 100)
+        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "members:insert"])
+        #expect(pushed.first?.columns == ["teamRef": .text("2")])
+        #expect(
+            pushed.last?.columns == ["id": .text("N"), "teamRef": .text("2"), "teamNumber": .integer(9)])
+    }
+
+    /// M deleted here after this store's edit, then inserted again by another site (the same key,
+    /// newer) on a team not here: the stash holds that other life of M, whose values are not the
+    /// edit's, so the edit is passed over as any edit of a deleted row is.
+    @Test func anEditOfADeletedRowIsNotFilledFromAnotherLifeOfItsKeyInTheStash() throws {
+        let setup = [
+            other.change(.insert, "teams", ["id": .text("1")]),
+            other.change(.insert, "teams", ["id": .text("2")]),
+            other.change(.insert, "members", ["id": .text("M")], ["teamRef": .text("1")]),
+        ]
+        _ = try log.apply(setup, to: db)
+        try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
+        try db.execute("DELETE FROM members WHERE id = 'M'")
+        let again = other.change(
+            .insert, "members", ["id": .text("M")], ["teamRef": .text("1"), "teamNumber": .integer(9)],
+            secondsFromNow: 5)
+        #expect(try log.apply([again], to: db).stashed == 1)
+        #expect(try pending() == ["members:delete"])
     }
 
     /// Teams 1, 2 and 3 and member M on team 1 (and on team 3 by its other key) from another

@@ -742,9 +742,11 @@ extension ChangeLog {
 extension ChangeLog {
     /// Queues again this store's own entries of the rows that came back from the stash (an orphan
     /// waited there for its parent, ``resolveOrphans(after:foreignKeys:_:outcome:links:deletedParents:)``).
-    /// While the row was out of its table a push passed its entries over, and the acknowledged mark
-    /// went past them with a later change, or goes past them when that push is acknowledged after
-    /// the row came back: a local edit made before the row left would otherwise never be pushed.
+    /// A push while the row was out of its table read its entries from the stash
+    /// (``PendingTable/waitingEntry(_:columnName:tableID:key:in:_:)``), or passed them over (a
+    /// build before that, a row it did not find there) and the acknowledged mark went past them
+    /// with a later change, or goes past them when that push is acknowledged after the row came
+    /// back: a local edit made before the row left would otherwise never be pushed.
     ///
     /// The queue keeps its order: a change made after the row's edit (the delete of the parent the
     /// edit moved the row away from, say) must not reach the server first, or a peer that applies

@@ -99,7 +99,7 @@ public struct ChangeLog: Sendable {
                 guard case .integer(let tableID) = try entries.value(at: 1),
                     let table = try tables.table(tableID, named: { try entries.value(at: 2) }, db)
                 else { continue }
-                guard let entry = try table.entry(entries) else { continue }
+                guard let entry = try table.entry(entries, in: log, db) else { continue }
                 changes.append(try convert(entry))
             }
             return changes

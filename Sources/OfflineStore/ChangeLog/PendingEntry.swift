@@ -1,3 +1,5 @@
+import Foundation
+
 /// A pending change as the queue reads it, its values by position: what
 /// ``ChangeLog/pendingChanges(_:after:limit:_:)`` hands a caller that converts changes into its own
 /// type (the sync engine's wire changes) without the dictionaries of ``PendingChange``.
@@ -85,10 +87,15 @@ final class PendingTable {
             "SELECT * FROM main.\(quoteIdentifier(definition.name)) WHERE \(ChangeLog.keyMatch(keyColumns))")
     }
 
-    /// The change the current row of `entries` (`seq, tableID, name, pk, columnName, clock`) stands
-    /// for, with the row's values as they are now; nil for a row changed and then deleted, which
-    /// is pushed as its delete alone.
-    func entry(_ entries: Statement) throws -> PendingEntry? {
+    /// The rows of this table waiting in the stash for their parent, by key (see
+    /// ``waitingEntry(_:columnName:tableID:key:in:_:)``); read once, the first time an entry's row is
+    /// missing (an object lives for one batch).
+    private var waiting: [[DatabaseValue]: [String: DatabaseValue]]?
+
+    /// The change the current row of `entries` (`seq, tableID, name, pk, columnName, clock`) of
+    /// `log` stands for, with the row's values as they are now; nil for a row changed and then
+    /// deleted, which is pushed as its delete alone.
+    func entry(_ entries: Statement, in log: String, _ db: Database) throws -> PendingEntry? {
         guard
             case (var entry, let columnName)? = try logged(
                 entries.value(at: 0), key: entries.value(at: 3), columnName: entries.value(at: 4),
@@ -97,9 +104,65 @@ final class PendingTable {
         guard columnName != "-" else { return entry }
         for (index, value) in entry.keyValues.enumerated() { try read.bind(value, toParameter: index + 1) }
         defer { read.reset() }
-        guard try read.step(arguments: entry.keyValues) else { return nil }
+        guard try read.step(arguments: entry.keyValues) else {
+            return try waitingEntry(
+                entry, columnName: columnName, tableID: entries.value(at: 1), key: entries.value(at: 3), in: log, db)
+        }
         try Self.fill(&entry, columnName: columnName, names: read.columnNames) { try read.value(at: $0) }
         return entry
+    }
+
+    /// An entry whose row is not in its table, with the row's values from the stash when it waits
+    /// there for its parent (orphan resolution took it out with its values, this store's edits
+    /// included): pushed in its place in the queue, so a change made after it (the delete of the
+    /// parent it was moved away from) never reaches the server first (Protocol §8.4). Nil when
+    /// the row is not there either (changed and then deleted), or the log holds a deletion of
+    /// its key (the waiting row is then another life of the key, not the one this entry changed).
+    func waitingEntry(
+        _ entry: PendingEntry, columnName: String, tableID: DatabaseValue, key: DatabaseValue, in log: String,
+        _ db: Database
+    ) throws -> PendingEntry? {
+        if waiting == nil { waiting = try readWaitingRows(db) }
+        guard let values = waiting?[entry.keyValues] else { return nil }
+        let deleted = SQL(
+            sql: "SELECT 1 FROM \(log) WHERE tableID = ? AND pk = ? AND columnName = '-'", arguments: [tableID, key])
+        guard try db.fetchOne(deleted) == nil else { return nil }
+        var entry = entry
+        if columnName.isEmpty {
+            let names = definition.columns.map(\.name).filter { values[$0.lowercased()] != nil }
+            entry.operation = .insert
+            entry.columns = names
+            entry.values = names.map { values[$0.lowercased()] ?? .null }
+        } else {
+            guard let value = values[columnName.lowercased()] else { return nil }
+            entry.operation = .update
+            entry.columns = [columnName]
+            entry.values = [value]
+        }
+        return entry
+    }
+
+    /// The inserts of this table's rows the stash holds, by key in key order, their columns by
+    /// lowercased name (SQLite's names compare without case).
+    private func readWaitingRows(_ db: Database) throws -> [[DatabaseValue]: [String: DatabaseValue]] {
+        let stashed = try db.fetchAll(
+            String.self,
+            SQL(
+                sql: "SELECT change FROM \(quoteIdentifier(Metadatabase.schemaName)).ostore_stash "
+                    + "WHERE tableName = ? COLLATE NOCASE ORDER BY id",
+                arguments: [.text(definition.name)]))
+        var rows: [[DatabaseValue]: [String: DatabaseValue]] = [:]
+        for json in stashed {
+            guard let change = try? JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)),
+                change.operation == .insert
+            else { continue }
+            let columns = Dictionary(
+                change.columns.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+            let key = keyColumns.compactMap { columns[$0.lowercased()] }
+            guard key.count == keyColumns.count else { continue }
+            rows[key] = columns
+        }
+        return rows
     }
 
     /// Up to `limit` entries after `sequence`, all of this table (numbered `tableID` in the log; see
@@ -144,8 +207,17 @@ final class PendingTable {
             else { continue }
             last = entry.sequence
             if columnName != "-" {
-                // No row: changed and then deleted, pushed as its delete alone (as `entry(_:)`).
-                guard try entries.value(at: 4) == .integer(1) else { continue }
+                guard try entries.value(at: 4) == .integer(1) else {
+                    // No row: waiting in the stash, or changed and then deleted, pushed as its
+                    // delete alone (as `entry(_:in:_:)`).
+                    if let waiting = try waitingEntry(
+                        entry, columnName: columnName, tableID: .integer(tableID), key: entries.value(at: 1), in: log,
+                        db)
+                    {
+                        try body(waiting)
+                    }
+                    continue
+                }
                 try Self.fill(&entry, columnName: columnName, names: columns) { try entries.value(at: 5 + $0) }
             }
             try body(entry)
