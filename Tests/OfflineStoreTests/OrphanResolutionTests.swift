@@ -418,6 +418,71 @@ struct OrphanResolutionTests {
         #expect(try pending() == ["members:delete"])
     }
 
+    /// M's key was deleted here and inserted again (as an INTEGER PRIMARY KEY or a natural key
+    /// does) before the edit: that earlier deletion is older than the edit, so the waiting row is
+    /// the edited one, and its move away from team 1 is still pushed before team 1's delete.
+    @Test func aReusedKeysWaitingRowStillPushesItsEditInItsPlace() throws {
+        _ = try log.apply(
+            [
+                other.change(.insert, "teams", ["id": .text("1")]),
+                other.change(.insert, "teams", ["id": .text("2")]),
+                other.change(.insert, "teams", ["id": .text("3")]),
+            ], to: db)
+        try db.execute("INSERT INTO members (id, teamRef, teamNumber) VALUES ('M', '1', 3)")
+        try db.execute("DELETE FROM members WHERE id = 'M'")
+        try db.execute("INSERT INTO members (id, teamRef, teamNumber) VALUES ('M', '1', 3)")
+        let first = try log.pendingChanges(db, limit: 100)
+        try log.markPushed(db, upTo: try #require(first.last?.sequence))
+        try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
+        let moveAway = other.change(
+            .update, "members", ["id": .text("M")], ["teamNumber": .integer(9)], secondsFromNow: 5)
+        #expect(try log.apply([moveAway], to: db).stashed == 1)
+        try db.execute("DELETE FROM teams WHERE id = '1'")
+        let pushed = try log.pendingChanges(db, limit: 100)
+        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(pushed.first?.columns == ["teamRef": .text("2")])
+    }
+
+    /// M's insert delivered again (a snapshot and the log overlap, Protocol §10.3) while M waits in
+    /// the stash: it waits behind M and merges with it by versions when team 9 arrives, instead of
+    /// being written whole over this store's newer edit (which was then lost here, and its queued
+    /// entry pushed the insert's old value with this store's newer clock). With an app's trigger
+    /// on the table the apply reads whether the row is present before it writes, instead of
+    /// probing by inserting: both ways.
+    @Test(arguments: [false, true]) func anInsertDeliveredAgainWhileItsRowWaitsKeepsTheLocalEdit(appTrigger: Bool)
+        throws
+    {
+        if appTrigger {
+            try db.execute("CREATE TABLE audit (entry TEXT)")
+            try db.execute(
+                "CREATE TRIGGER members_audit AFTER INSERT ON members BEGIN INSERT INTO audit VALUES (NEW.id); END")
+        }
+        let insertM = other.change(
+            .insert, "members", ["id": .text("M")], ["teamRef": .text("1"), "teamNumber": .integer(3)])
+        _ = try log.apply(
+            [
+                other.change(.insert, "teams", ["id": .text("1")]),
+                other.change(.insert, "teams", ["id": .text("2")]),
+                other.change(.insert, "teams", ["id": .text("3")]),
+                insertM,
+            ], to: db)
+        try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
+        let moveAway = other.change(
+            .update, "members", ["id": .text("M")], ["teamNumber": .integer(9)], secondsFromNow: 5)
+        #expect(try log.apply([moveAway], to: db).stashed == 1)
+        // Merged with M in the stash's retry after the batch; M waits again, as one row.
+        _ = try log.apply([insertM], to: db)
+        #expect(try log.stashedCount(db) == 1)
+        #expect(try ids("members").isEmpty)
+        _ = try log.apply([other.change(.insert, "teams", ["id": .text("9")])], to: db)
+        #expect(
+            try db.fetchAll(String.self, "SELECT id || '|' || teamRef || '|' || teamNumber FROM members")
+                == ["M|2|9"])
+        #expect(try log.stashedCount(db) == 0)
+        let pushed = try log.pendingChanges(db, limit: 100).filter { $0.table == "members" }
+        #expect(pushed.first?.columns == ["teamRef": .text("2")])
+    }
+
     /// Teams 1, 2 and 3 and member M on team 1 (and on team 3 by its other key) from another
     /// site; M moved here to team 2, then there to team 9 (not here): M waits in the stash.
     /// Returns the other site's changes.

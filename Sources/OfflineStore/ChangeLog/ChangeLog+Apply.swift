@@ -421,8 +421,29 @@ extension ChangeLog {
             }
             // The insert itself tells whether the row was present; a present row is left as it
             // is, and merged below.
+            // A row with live versions and not in its table waits in the stash for its parent (or
+            // was removed without being recorded): an insert of its key (the same one delivered
+            // again, Protocol §10.3) waits behind it, to merge with it by versions once it is
+            // back; written whole now, it would replace this store's newer edits. Not while the
+            // stash itself is applied: it was emptied first.
+            let mayWait = change.operation == .insert && created != nil && !isDeleted
+            if mayWait, row.exists == false, try waitsInStash(target, keyValues, db) {
+                try stash(change, reason: "its row waits in the stash for its parent", db)
+                outcome.stashed += 1
+                return
+            }
             if change.operation == .insert, row.exists != true {
                 if try target.write(.insert, known, keyValues: [], db) {
+                    // The insert found the row absent (it probes by inserting).
+                    if mayWait, row.exists == nil, try waitsInStash(target, keyValues, db) {
+                        try db.execute(
+                            SQL(
+                                sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns),
+                                arguments: keyValues))
+                        try stash(change, reason: "its row waits in the stash for its parent", db)
+                        outcome.stashed += 1
+                        return
+                    }
                     // A row back from waiting for its parent keeps its entry as it was (a local one
                     // still to be pushed stays so).
                     if created != incoming {
@@ -695,6 +716,11 @@ extension ChangeLog {
             sql = sql + (index == 0 ? "" : " AND ") + "\(identifier: key) = \(value)"
         }
         return sql
+    }
+
+    /// Whether the stash holds the row of `target` with these key values, waiting for its parent.
+    private func waitsInStash(_ target: AppliedTable, _ keyValues: [DatabaseValue], _ db: Database) throws -> Bool {
+        try WaitingRows.of(target.definition.name, keyColumns: target.keyColumns, db)[keyValues] != nil
     }
 
     func stash(_ change: RemoteChange, reason: String, _ db: Database) throws {

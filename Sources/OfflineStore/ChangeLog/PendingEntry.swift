@@ -1,5 +1,3 @@
-import Foundation
-
 /// A pending change as the queue reads it, its values by position: what
 /// ``ChangeLog/pendingChanges(_:after:limit:_:)`` hands a caller that converts changes into its own
 /// type (the sync engine's wire changes) without the dictionaries of ``PendingChange``.
@@ -117,15 +115,17 @@ final class PendingTable {
     /// included): pushed in its place in the queue, so a change made after it (the delete of the
     /// parent it was moved away from) never reaches the server first (Protocol §8.4). Nil when
     /// the row is not there either (changed and then deleted), or the log holds a deletion of
-    /// its key (the waiting row is then another life of the key, not the one this entry changed).
+    /// its key at least as new as the entry (the waiting row is then another life of the key, not
+    /// the one this entry changed; a deletion before the entry is an earlier life's).
     func waitingEntry(
         _ entry: PendingEntry, columnName: String, tableID: DatabaseValue, key: DatabaseValue, in log: String,
         _ db: Database
     ) throws -> PendingEntry? {
-        if waiting == nil { waiting = try readWaitingRows(db) }
+        if waiting == nil { waiting = try WaitingRows.of(definition.name, keyColumns: keyColumns, db) }
         guard let values = waiting?[entry.keyValues] else { return nil }
         let deleted = SQL(
-            sql: "SELECT 1 FROM \(log) WHERE tableID = ? AND pk = ? AND columnName = '-'", arguments: [tableID, key])
+            sql: "SELECT 1 FROM \(log) WHERE tableID = ? AND pk = ? AND columnName = '-' AND clock >= ?",
+            arguments: [tableID, key, .integer(entry.clock.packed)])
         guard try db.fetchOne(deleted) == nil else { return nil }
         var entry = entry
         if columnName.isEmpty {
@@ -140,29 +140,6 @@ final class PendingTable {
             entry.values = [value]
         }
         return entry
-    }
-
-    /// The inserts of this table's rows the stash holds, by key in key order, their columns by
-    /// lowercased name (SQLite's names compare without case).
-    private func readWaitingRows(_ db: Database) throws -> [[DatabaseValue]: [String: DatabaseValue]] {
-        let stashed = try db.fetchAll(
-            String.self,
-            SQL(
-                sql: "SELECT change FROM \(quoteIdentifier(Metadatabase.schemaName)).ostore_stash "
-                    + "WHERE tableName = ? COLLATE NOCASE ORDER BY id",
-                arguments: [.text(definition.name)]))
-        var rows: [[DatabaseValue]: [String: DatabaseValue]] = [:]
-        for json in stashed {
-            guard let change = try? JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)),
-                change.operation == .insert
-            else { continue }
-            let columns = Dictionary(
-                change.columns.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-            let key = keyColumns.compactMap { columns[$0.lowercased()] }
-            guard key.count == keyColumns.count else { continue }
-            rows[key] = columns
-        }
-        return rows
     }
 
     /// Up to `limit` entries after `sequence`, all of this table (numbered `tableID` in the log; see
