@@ -419,28 +419,34 @@ extension ChangeLog {
                 outcome.stashed += 1
                 return
             }
-            // The insert itself tells whether the row was present; a present row is left as it
-            // is, and merged below.
             // A row with live versions and not in its table waits in the stash for its parent (or
             // was removed without being recorded): an insert of its key (the same one delivered
             // again, Protocol §10.3) waits behind it, to merge with it by versions once it is
             // back; written whole now, it would replace this store's newer edits. Not while the
             // stash itself is applied: it was emptied first.
             let mayWait = change.operation == .insert && created != nil && !isDeleted
-            if mayWait, row.exists == false, try waitsInStash(target, keyValues, db) {
-                try stash(change, reason: "its row waits in the stash for its parent", db)
+            func stashBehindTheRow() throws {
+                // Its columns unknown to this schema are stashed already (above), once.
+                var behind = change
+                behind.columns = change.columns.filter { unknown[$0.key] == nil }
+                try stash(behind, reason: "its row waits in the stash for its parent", db)
+            }
+            if mayWait, row.exists == false, try waitsInStash(target, keyValues, lookups, db) {
+                try stashBehindTheRow()
                 outcome.stashed += 1
                 return
             }
+            // The insert itself tells whether the row was present; a present row is left as it
+            // is, and merged below.
             if change.operation == .insert, row.exists != true {
                 if try target.write(.insert, known, keyValues: [], db) {
                     // The insert found the row absent (it probes by inserting).
-                    if mayWait, row.exists == nil, try waitsInStash(target, keyValues, db) {
+                    if mayWait, row.exists == nil, try waitsInStash(target, keyValues, lookups, db) {
                         try db.execute(
                             SQL(
                                 sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns),
                                 arguments: keyValues))
-                        try stash(change, reason: "its row waits in the stash for its parent", db)
+                        try stashBehindTheRow()
                         outcome.stashed += 1
                         return
                     }
@@ -719,8 +725,12 @@ extension ChangeLog {
     }
 
     /// Whether the stash holds the row of `target` with these key values, waiting for its parent.
-    private func waitsInStash(_ target: AppliedTable, _ keyValues: [DatabaseValue], _ db: Database) throws -> Bool {
-        try WaitingRows.of(target.definition.name, keyColumns: target.keyColumns, db)[keyValues] != nil
+    private func waitsInStash(
+        _ target: AppliedTable, _ keyValues: [DatabaseValue], _ lookups: ApplyLookups, _ db: Database
+    ) throws -> Bool {
+        try lookups.waitingKeys(of: target.definition.name) {
+            Set(try WaitingRows.of(target.definition.name, keyColumns: target.keyColumns, db).keys)
+        }.contains(keyValues)
     }
 
     func stash(_ change: RemoteChange, reason: String, _ db: Database) throws {
@@ -999,12 +1009,24 @@ private final class ApplyLookups {
     @exclusivity(unchecked) private var recordVersion: Statement?
     /// What the batch's deletes took out of columns a foreign key refers to other than the key.
     let deletedParents: DeletedParentValues
+    /// The keys of each table's rows waiting in the stash (``WaitingRows``), by table name, read
+    /// once per batch: the inserts the batch stashes behind them are of keys already there, and
+    /// orphan resolution stashes rows only after the batch.
+    @exclusivity(unchecked) private var waitingKeys: [String: Set<[DatabaseValue]>] = [:]
 
     init(_ shapes: [TableShape], siteCount: Int, deletedParents: DeletedParentValues) {
         self.deletedParents = deletedParents
         self.shapes = shapes
         tables = [AppliedTable?](repeating: nil, count: shapes.count)
         siteNumbers = [Int?](repeating: nil, count: siteCount)
+    }
+
+    /// The keys of `table`'s rows waiting in the stash, `read` asked once per table.
+    func waitingKeys(of table: String, _ read: () throws -> Set<[DatabaseValue]>) rethrows -> Set<[DatabaseValue]> {
+        if let known = waitingKeys[table] { return known }
+        let keys = try read()
+        waitingKeys[table] = keys
+        return keys
     }
 
     /// The table at `place` in the batch's tables.

@@ -26,7 +26,8 @@ enum WaitingRows {
             let columns = Dictionary(
                 change.columns.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
             let key = keyColumns.compactMap { columns[$0.lowercased()] }
-            guard key.count == keyColumns.count else { continue }
+            // The first: the row itself; an insert of its key stashed after it waits behind it.
+            guard key.count == keyColumns.count, rows[key] == nil else { continue }
             rows[key] = columns
         }
         return rows
