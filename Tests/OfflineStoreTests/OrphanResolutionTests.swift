@@ -175,6 +175,11 @@ struct OrphanResolutionTests {
     }
 
     /// The local changes waiting to be pushed, as `table:operation`, sorted.
+    /// Each change as `table:operation`, in its order.
+    private func operations(_ changes: [PendingChange]) -> [String] {
+        changes.map { "\($0.table):\($0.operation.rawValue)" }
+    }
+
     private func pending() throws -> [String] {
         try log.pendingChanges(db, limit: 10_000).map { "\($0.table):\($0.operation.rawValue)" }.sorted()
     }
@@ -299,7 +304,7 @@ struct OrphanResolutionTests {
                 "apple|fresh|A-1"
             ])
         let queued = try log.pendingChanges(db, limit: 100)
-        #expect(queued.map { "\($0.table):\($0.operation.rawValue)" } == ["products:update"])
+        #expect(operations(queued) == ["products:update"])
         #expect(queued.first?.columns["sku"] == .text("A-1"))
     }
 
@@ -323,7 +328,7 @@ struct OrphanResolutionTests {
         #expect(try ids("products") == ["apple"])
         try log.markPushed(db, upTo: try #require(inFlight.last?.sequence))
         let queued = try log.pendingChanges(db, limit: 100)
-        #expect(queued.map { "\($0.table):\($0.operation.rawValue)" } == ["products:update", "categories:insert"])
+        #expect(operations(queued) == ["products:update", "categories:insert"])
         #expect(queued.first?.columns["sku"] == .text("A-1"))
     }
 
@@ -337,14 +342,9 @@ struct OrphanResolutionTests {
         let teamNine = other.change(.insert, "teams", ["id": .text("9")])
         _ = try log.apply([teamNine], to: db)
         let queued = try log.pendingChanges(db, limit: 100)
-        #expect(queued.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(operations(queued) == ["members:update", "teams:delete"])
         // A peer applying them one push at a time keeps M.
-        let peerDB = try Database(path: directory.path("peer.sqlite"))
-        let peer = try ChangeLog.open(peerDB, migrator: try Migrator(plan: StorePlan.self))
-        _ = try peer.apply(setup + [teamNine], to: peerDB)
-        for change in queued { _ = try peer.apply([RemoteChange(change, siteID: log.identity.siteID)], to: peerDB) }
-        #expect(try peerDB.fetchAll(String.self, "SELECT id || '|' || teamRef FROM members") == ["M|2"])
-        #expect(try peer.pendingChanges(peerDB, limit: 100).isEmpty)
+        #expect(try membersOnAPeer(having: setup + [teamNine], receiving: queued) == (["M|2"], 0))
     }
 
     /// As above, but a push while M waited passed its move over (see
@@ -356,13 +356,13 @@ struct OrphanResolutionTests {
         try db.execute("DELETE FROM teams WHERE id = '1'")
         let queuedBefore = try log.pendingChanges(db, limit: 100)
         #expect(
-            queuedBefore.map { "\($0.table):\($0.operation.rawValue)" } == [
+            operations(queuedBefore) == [
                 "members:update", "teams:insert", "teams:delete",
             ])
         try log.markPushed(db, upTo: queuedBefore[1].sequence)
         _ = try log.apply([other.change(.insert, "teams", ["id": .text("9")])], to: db)
         let queued = try log.pendingChanges(db, limit: 100)
-        #expect(queued.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(operations(queued) == ["members:update", "teams:delete"])
         #expect(queued.first?.columns["teamRef"] == .text("2"))
     }
 
@@ -372,14 +372,9 @@ struct OrphanResolutionTests {
         let setup = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
         try db.execute("DELETE FROM teams WHERE id = '1'")
         let pushed = try log.pendingChanges(db, limit: 100)
-        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(operations(pushed) == ["members:update", "teams:delete"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
-        let peerDB = try Database(path: directory.path("peer.sqlite"))
-        let peer = try ChangeLog.open(peerDB, migrator: try Migrator(plan: StorePlan.self))
-        _ = try peer.apply(Array(setup.dropLast()), to: peerDB)
-        for change in pushed { _ = try peer.apply([RemoteChange(change, siteID: log.identity.siteID)], to: peerDB) }
-        #expect(try peerDB.fetchAll(String.self, "SELECT id || '|' || teamRef FROM members") == ["M|2"])
-        #expect(try peer.pendingChanges(peerDB, limit: 100).isEmpty)
+        #expect(try membersOnAPeer(having: Array(setup.dropLast()), receiving: pushed) == (["M|2"], 0))
     }
 
     /// The same through the read of a batch all of one table (its entries joined to their rows):
@@ -393,7 +388,7 @@ struct OrphanResolutionTests {
         _ = try log.apply([moveAway], to: db)
         #expect(try ids("members").isEmpty && log.stashedCount(db) == 2)
         let pushed = try log.pendingChanges(db, limit: 100)
-        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "members:insert"])
+        #expect(operations(pushed) == ["members:update", "members:insert"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
         #expect(
             pushed.last?.columns == ["id": .text("N"), "teamRef": .text("2"), "teamNumber": .integer(9)])
@@ -439,7 +434,7 @@ struct OrphanResolutionTests {
         #expect(try log.apply([moveAway], to: db).stashed == 1)
         try db.execute("DELETE FROM teams WHERE id = '1'")
         let pushed = try log.pendingChanges(db, limit: 100)
-        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["members:update", "teams:delete"])
+        #expect(operations(pushed) == ["members:update", "teams:delete"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
     }
 
@@ -457,19 +452,7 @@ struct OrphanResolutionTests {
             try db.execute(
                 "CREATE TRIGGER members_audit AFTER INSERT ON members BEGIN INSERT INTO audit VALUES (NEW.id); END")
         }
-        let insertM = other.change(
-            .insert, "members", ["id": .text("M")], ["teamRef": .text("1"), "teamNumber": .integer(3)])
-        _ = try log.apply(
-            [
-                other.change(.insert, "teams", ["id": .text("1")]),
-                other.change(.insert, "teams", ["id": .text("2")]),
-                other.change(.insert, "teams", ["id": .text("3")]),
-                insertM,
-            ], to: db)
-        try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
-        let moveAway = other.change(
-            .update, "members", ["id": .text("M")], ["teamNumber": .integer(9)], secondsFromNow: 5)
-        #expect(try log.apply([moveAway], to: db).stashed == 1)
+        let insertM = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()[3]  // M's insert
         // Merged with M in the stash's retry after the batch; M waits again, as one row.
         _ = try log.apply([insertM], to: db)
         #expect(try log.stashedCount(db) == 1)
@@ -487,19 +470,7 @@ struct OrphanResolutionTests {
     /// batch merges them, or on another connection in between), a push reads M itself there,
     /// with this store's edit, not the insert's older values.
     @Test func aPushReadsTheWaitingRowNotTheInsertWaitingBehindIt() throws {
-        let insertM = other.change(
-            .insert, "members", ["id": .text("M")], ["teamRef": .text("1"), "teamNumber": .integer(3)])
-        _ = try log.apply(
-            [
-                other.change(.insert, "teams", ["id": .text("1")]),
-                other.change(.insert, "teams", ["id": .text("2")]),
-                other.change(.insert, "teams", ["id": .text("3")]),
-                insertM,
-            ], to: db)
-        try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
-        let moveAway = other.change(
-            .update, "members", ["id": .text("M")], ["teamNumber": .integer(9)], secondsFromNow: 5)
-        #expect(try log.apply([moveAway], to: db).stashed == 1)
+        let insertM = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()[3]  // M's insert
         let json = String(decoding: try JSONEncoder().encode(insertM), as: UTF8.self)
         try db.execute(
             """
@@ -532,6 +503,21 @@ struct OrphanResolutionTests {
             try db.fetchValue(Int.self, "SELECT count(*) FROM members WHERE teamNumber = 9") == count)
     }
 
+    /// The members (`id|teamRef`) of a peer that applied `setup`, then `pushed` one change at a
+    /// time, and how many changes of its own it then queued (a delete of an orphan, say).
+    private func membersOnAPeer(having setup: [RemoteChange], receiving pushed: [PendingChange]) throws
+        -> (members: [String], queued: Int)
+    {
+        let peerDB = try Database(path: directory.path("peer.sqlite"))
+        let peer = try ChangeLog.open(peerDB, migrator: try Migrator(plan: StorePlan.self))
+        _ = try peer.apply(setup, to: peerDB)
+        for change in pushed { _ = try peer.apply([RemoteChange(change, siteID: log.identity.siteID)], to: peerDB) }
+        return (
+            try peerDB.fetchAll(String.self, "SELECT id || '|' || teamRef FROM members"),
+            try peer.pendingCount(peerDB)
+        )
+    }
+
     /// Teams 1, 2 and 3 and member M on team 1 (and on team 3 by its other key) from another
     /// site; M moved here to team 2, then there to team 9 (not here): M waits in the stash.
     /// Returns the other site's changes.
@@ -562,7 +548,7 @@ struct OrphanResolutionTests {
             ], to: db)
         try db.execute("DELETE FROM products WHERE id = 'apple'")
         let pushed = try log.pendingChanges(db, limit: 100)
-        #expect(pushed.map { "\($0.table):\($0.operation.rawValue)" } == ["products:delete"])
+        #expect(operations(pushed) == ["products:delete"])
         try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
         let again = other.change(
             .insert, "products", ["id": .text("apple")], ["categoryCode": .text("fruit")], secondsFromNow: 5)
