@@ -175,6 +175,9 @@ struct OrphanResolutionTests {
     }
 
     /// The local changes waiting to be pushed, as `table:operation`, sorted.
+    /// The changes the next push would send, in their order.
+    private func queue() throws -> [PendingChange] { try log.pendingChanges(db, limit: 100) }
+
     /// Each change as `table:operation`, in its order.
     private func operations(_ changes: [PendingChange]) -> [String] {
         changes.map { "\($0.table):\($0.operation.rawValue)" }
@@ -292,7 +295,7 @@ struct OrphanResolutionTests {
         #expect(try log.apply([move], to: db).stashed == 1)
         #expect(try ids("products").isEmpty)
         try db.execute("INSERT INTO categories (id, code) VALUES ('C9', 'local')")
-        let pushed = try log.pendingChanges(db, limit: 100)
+        let pushed = try queue()
         #expect(pushed.map(\.table) == ["products", "categories"])
         #expect(pushed.first?.columns == ["sku": .text("A-1")])
         // As a push that passed the edit over: C9 acknowledged, the edit never sent.
@@ -303,7 +306,7 @@ struct OrphanResolutionTests {
             try db.fetchAll(String.self, "SELECT id || '|' || categoryCode || '|' || sku FROM products") == [
                 "apple|fresh|A-1"
             ])
-        let queued = try log.pendingChanges(db, limit: 100)
+        let queued = try queue()
         #expect(operations(queued) == ["products:update"])
         #expect(queued.first?.columns["sku"] == .text("A-1"))
     }
@@ -322,12 +325,12 @@ struct OrphanResolutionTests {
         let move = other.change(.update, "products", ["id": .text("apple")], ["categoryCode": .text("fresh")])
         #expect(try log.apply([move], to: db).stashed == 1)
         try db.execute("INSERT INTO categories (id, code) VALUES ('C9', 'local')")
-        let inFlight = try log.pendingChanges(db, limit: 100)
+        let inFlight = try queue()
         #expect(inFlight.map(\.table) == ["products", "categories"])
         _ = try log.apply([other.change(.insert, "categories", ["id": .text("C2")], ["code": .text("fresh")])], to: db)
         #expect(try ids("products") == ["apple"])
         try log.markPushed(db, upTo: try #require(inFlight.last?.sequence))
-        let queued = try log.pendingChanges(db, limit: 100)
+        let queued = try queue()
         #expect(operations(queued) == ["products:update", "categories:insert"])
         #expect(queued.first?.columns["sku"] == .text("A-1"))
     }
@@ -341,7 +344,7 @@ struct OrphanResolutionTests {
         try db.execute("DELETE FROM teams WHERE id = '1'")
         let teamNine = other.change(.insert, "teams", ["id": .text("9")])
         _ = try log.apply([teamNine], to: db)
-        let queued = try log.pendingChanges(db, limit: 100)
+        let queued = try queue()
         #expect(operations(queued) == ["members:update", "teams:delete"])
         // A peer applying them one push at a time keeps M.
         #expect(try membersOnAPeer(having: setup + [teamNine], receiving: queued) == (["M|2"], 0))
@@ -354,14 +357,14 @@ struct OrphanResolutionTests {
         _ = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
         try db.execute("INSERT INTO teams (id) VALUES ('5')")
         try db.execute("DELETE FROM teams WHERE id = '1'")
-        let queuedBefore = try log.pendingChanges(db, limit: 100)
+        let queuedBefore = try queue()
         #expect(
             operations(queuedBefore) == [
                 "members:update", "teams:insert", "teams:delete",
             ])
         try log.markPushed(db, upTo: queuedBefore[1].sequence)
         _ = try log.apply([other.change(.insert, "teams", ["id": .text("9")])], to: db)
-        let queued = try log.pendingChanges(db, limit: 100)
+        let queued = try queue()
         #expect(operations(queued) == ["members:update", "teams:delete"])
         #expect(queued.first?.columns["teamRef"] == .text("2"))
     }
@@ -371,7 +374,7 @@ struct OrphanResolutionTests {
     @Test func aPushWhileARowWaitsSendsItsEditInItsPlaceWithTheStashedValues() throws {
         let setup = try membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine()
         try db.execute("DELETE FROM teams WHERE id = '1'")
-        let pushed = try log.pendingChanges(db, limit: 100)
+        let pushed = try queue()
         #expect(operations(pushed) == ["members:update", "teams:delete"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
         #expect(try membersOnAPeer(having: Array(setup.dropLast()), receiving: pushed) == (["M|2"], 0))
@@ -387,7 +390,7 @@ struct OrphanResolutionTests {
             .update, "members", ["id": .text("N")], ["teamNumber": .integer(9)], secondsFromNow: 5)
         _ = try log.apply([moveAway], to: db)
         #expect(try ids("members").isEmpty && log.stashedCount(db) == 2)
-        let pushed = try log.pendingChanges(db, limit: 100)
+        let pushed = try queue()
         #expect(operations(pushed) == ["members:update", "members:insert"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
         #expect(
@@ -426,14 +429,14 @@ struct OrphanResolutionTests {
         try db.execute("INSERT INTO members (id, teamRef, teamNumber) VALUES ('M', '1', 3)")
         try db.execute("DELETE FROM members WHERE id = 'M'")
         try db.execute("INSERT INTO members (id, teamRef, teamNumber) VALUES ('M', '1', 3)")
-        let first = try log.pendingChanges(db, limit: 100)
+        let first = try queue()
         try log.markPushed(db, upTo: try #require(first.last?.sequence))
         try db.execute("UPDATE members SET teamRef = '2' WHERE id = 'M'")
         let moveAway = other.change(
             .update, "members", ["id": .text("M")], ["teamNumber": .integer(9)], secondsFromNow: 5)
         #expect(try log.apply([moveAway], to: db).stashed == 1)
         try db.execute("DELETE FROM teams WHERE id = '1'")
-        let pushed = try log.pendingChanges(db, limit: 100)
+        let pushed = try queue()
         #expect(operations(pushed) == ["members:update", "teams:delete"])
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
     }
@@ -462,7 +465,7 @@ struct OrphanResolutionTests {
             try db.fetchAll(String.self, "SELECT id || '|' || teamRef || '|' || teamNumber FROM members")
                 == ["M|2|9"])
         #expect(try log.stashedCount(db) == 0)
-        let pushed = try log.pendingChanges(db, limit: 100).filter { $0.table == "members" }
+        let pushed = try queue().filter { $0.table == "members" }
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
     }
 
@@ -477,7 +480,7 @@ struct OrphanResolutionTests {
             INSERT INTO ostore_meta.ostore_stash (tableName, reason, change)
             VALUES ('members', 'its row waits in the stash for its parent', \(json))
             """)
-        let pushed = try log.pendingChanges(db, limit: 100).filter { $0.table == "members" }
+        let pushed = try queue().filter { $0.table == "members" }
         #expect(pushed.first?.columns == ["teamRef": .text("2")])
     }
 
@@ -547,7 +550,7 @@ struct OrphanResolutionTests {
                 other.change(.insert, "products", ["id": .text("apple")], ["categoryCode": .text("fruit")]),
             ], to: db)
         try db.execute("DELETE FROM products WHERE id = 'apple'")
-        let pushed = try log.pendingChanges(db, limit: 100)
+        let pushed = try queue()
         #expect(operations(pushed) == ["products:delete"])
         try log.markPushed(db, upTo: try #require(pushed.last?.sequence))
         let again = other.change(

@@ -422,17 +422,16 @@ extension ChangeLog {
             // A row with live versions and not in its table waits in the stash for its parent (or
             // was removed without being recorded): an insert of its key (the same one delivered
             // again, Protocol §10.3) waits behind it, to merge with it by versions once it is
-            // back; written whole now, it would replace this store's newer edits. Not while the
-            // stash itself is applied: it was emptied first.
-            let mayWait = change.operation == .insert && created != nil && !isDeleted
-            func stashBehindTheRow() throws {
-                // Its columns unknown to this schema are stashed already (above), once.
+            // back; written whole now, it would replace this store's newer edits. Its columns
+            // unknown to this schema are stashed already (above), once. Not while the stash itself
+            // is applied: it was emptied first. The stash's keys are read once per batch, before
+            // the insert probes for the row.
+            if change.operation == .insert, created != nil, !isDeleted, row.exists != true,
+                try waitsInStash(target, keyValues, lookups, db)
+            {
                 var behind = change
                 behind.columns = change.columns.filter { unknown[$0.key] == nil }
                 try stash(behind, reason: "its row waits in the stash for its parent", db)
-            }
-            if mayWait, row.exists == false, try waitsInStash(target, keyValues, lookups, db) {
-                try stashBehindTheRow()
                 outcome.stashed += 1
                 return
             }
@@ -440,16 +439,6 @@ extension ChangeLog {
             // is, and merged below.
             if change.operation == .insert, row.exists != true {
                 if try target.write(.insert, known, keyValues: [], db) {
-                    // The insert found the row absent (it probes by inserting).
-                    if mayWait, row.exists == nil, try waitsInStash(target, keyValues, lookups, db) {
-                        try db.execute(
-                            SQL(
-                                sql: lookups.keyedSQL("DELETE FROM", target.definition.name, target.keyColumns),
-                                arguments: keyValues))
-                        try stashBehindTheRow()
-                        outcome.stashed += 1
-                        return
-                    }
                     // A row back from waiting for its parent keeps its entry as it was (a local one
                     // still to be pushed stays so).
                     if created != incoming {

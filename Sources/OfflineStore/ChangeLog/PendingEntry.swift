@@ -129,10 +129,12 @@ final class PendingTable {
         guard try db.fetchOne(deleted) == nil else { return nil }
         var entry = entry
         if columnName.isEmpty {
-            let names = definition.columns.map(\.name).filter { values[$0.lowercased()] != nil }
+            let present = definition.columns.compactMap { column in
+                values[column.name.lowercased()].map { (column.name, $0) }
+            }
             entry.operation = .insert
-            entry.columns = names
-            entry.values = names.map { values[$0.lowercased()] ?? .null }
+            entry.columns = present.map(\.0)
+            entry.values = present.map(\.1)
         } else {
             guard let value = values[columnName.lowercased()] else { return nil }
             entry.operation = .update
