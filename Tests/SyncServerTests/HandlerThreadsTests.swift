@@ -62,6 +62,7 @@ struct HandlerThreadsTests {
         let threads = HandlerThreads(limit: 1)
         let order = Locked<[String]>([])
         let waited = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
         let finished = DispatchGroup()
         finished.enter()
         threads.run {
@@ -71,13 +72,14 @@ struct HandlerThreadsTests {
         }
         finished.enter()
         threads.run {
-            // Holds the place while the waiter comes back and more jobs queue.
+            // Holds the place until the waiter is back and more jobs are queued.
             waited.signal()
-            usleep(100_000)
+            _ = release.wait(timeout: .now() + 10)
             order.withLock { $0.append("first") }
             finished.leave()
         }
-        usleep(20_000)
+        // Waited for rather than slept on: on a loaded machine a fixed sleep can end before the waiter is back.
+        #expect(eventually(timeout: .seconds(10)) { threads.waiting.returning == 1 })
         for index in 0..<3 {
             finished.enter()
             threads.run {
@@ -85,6 +87,8 @@ struct HandlerThreadsTests {
                 finished.leave()
             }
         }
+        #expect(eventually(timeout: .seconds(10)) { threads.waiting.jobs == 3 })
+        release.signal()
         #expect(finished.wait(timeout: .now() + 30) == .success)
         #expect(order.value == ["first", "back", "queued 0", "queued 1", "queued 2"])
     }

@@ -40,6 +40,14 @@ final class HandlerThreads: @unchecked Sendable {
         self.idleTimeout = idleTimeout.inSeconds
     }
 
+    /// Jobs waiting for a place, and handlers back from ``stepAside(_:)`` waiting for one: what a
+    /// test waits for instead of sleeping, so the order it checks does not depend on the scheduler.
+    var waiting: (jobs: Int, returning: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (jobs.count, returning)
+    }
+
     /// Runs `job` on a thread of this pool once fewer than `limit` handlers run.
     func run(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
