@@ -29,13 +29,14 @@ package final class StopSignals: Sendable {
         pthread_sigmask(SIG_BLOCK, &set, nil)
         let blocked = set
         let waiter = Thread { [self] in
+            // Named on the running thread: a name given before the start stays in Foundation on Linux.
+            Thread.current.name = "stop-signals"
             var received: Int32 = 0
             var waited = blocked
             while sigwait(&waited, &received) != 0 {}
             raised.store(true, ordering: .relaxed)
             semaphore.signal()
         }
-        waiter.name = "stop-signals"
         waiter.start()
     }
 

@@ -45,7 +45,7 @@ struct WALCheckpointerTests {
                 checkpointer.walGrew()
                 usleep(20_000)
             }
-            return threads(named: name)
+            return threadCount(named: name)
         }
         #expect(threadsDuring == 1)
         #expect(try fileSize("store.sqlite") >= sizesBefore[0] + 4_000_000, "main's WAL was not copied")
@@ -53,8 +53,8 @@ struct WALCheckpointerTests {
         // The thread's last act is to signal that it closed its connection; the OS removes it a
         // moment later (a loaded CI machine saw it still listed right after the return).
         let exitDeadline = Date().addingTimeInterval(5)
-        while threads(named: name) > 0, Date() < exitDeadline { usleep(10_000) }
-        #expect(threads(named: name) == 0)
+        while threadCount(named: name) > 0, Date() < exitDeadline { usleep(10_000) }
+        #expect(threadCount(named: name) == 0)
         #expect(try db.fetchValue(Int.self, "PRAGMA wal_autocheckpoint") == 1_000)
         #expect(try db.count("items") == 2_000)
     }
@@ -93,14 +93,5 @@ struct WALCheckpointerTests {
 
     private func fileSize(_ name: String) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: directory.path(name))[.size] as? Int) ?? 0
-    }
-
-    /// The process's threads named `name`.
-    private func threads(named name: String) -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.filter { task in
-            return (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) == name
-        }.count
     }
 }

@@ -108,6 +108,16 @@ struct StateFoldTests {
         #expect(titles(download.snapshot + download.log) == expected)
     }
 
+    /// The OS knows the fold's thread by its name (`top -H`, `perf`): named before its start, it showed
+    /// as the process's name, and a profile put the fold's work under `ostore-server`.
+    @Test func theFoldThreadIsNamedForTheOS() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        // At least one: tests running beside this one may have storages (and fold threads) of their own.
+        #expect(eventually { threadCount(named: "ostore-fold") >= 1 })
+        withExtendedLifetime(storage) {}
+    }
+
     @Test func pushesFromSeveralThreadsAreAllFoldedOnce() throws {
         let directory = try TemporaryDirectory()
         let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))

@@ -75,3 +75,13 @@ public func run(
     readers.wait()
     return (process.terminationStatus, output.value, errorOutput.value)
 }
+
+/// How many threads of this process the OS knows by `name` (`/proc/self/task/*/comm`, where Linux
+/// keeps 15 bytes of a name).
+public func threadCount(named name: String) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.filter { task in
+        (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) == name
+    }.count
+}

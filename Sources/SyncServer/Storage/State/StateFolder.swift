@@ -70,6 +70,9 @@ final class StateFolder: Sendable {
         // says of its own connection).
         let pools = Mutex<(log: DatabasePool, state: DatabasePool)?>((log, stateFile))
         let thread = Thread {
+            // Given before the start, Foundation keeps the name to itself on Linux; set on the
+            // running thread, it gives it to the OS (`top -H`, `perf`, /proc/PID/task/*/comm).
+            Thread.current.name = "ostore-fold"
             do {
                 guard let (log, stateFile) = pools.withLock({ $0.take() }) else { return }
                 while var handed = state.nextRound() {
@@ -86,7 +89,6 @@ final class StateFolder: Sendable {
             }
             state.finished.signal()
         }
-        thread.name = "ostore-fold"
         thread.start()
     }
 
