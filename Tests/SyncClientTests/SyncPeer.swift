@@ -4,8 +4,9 @@ import RemindersModel
 import SyncClient
 import TestSupport
 
-/// A device: a Reminders 2.0 store and its engine over libcurl (to a server or a ``FaultProxy``),
-/// with what its change log recorded as this site's own changes (the merge model's input).
+/// A device: a Reminders store (2.0, or an older release) and its engine over libcurl (to a
+/// server or a ``FaultProxy``), with what its change log recorded as this site's own changes (the
+/// merge model's input).
 final class SyncPeer {
     /// The synced tables compared across sites, each with the key expression its change log uses.
     static let tables: [(name: String, key: String)] = [
@@ -14,6 +15,8 @@ final class SyncPeer {
     ]
 
     let name: String
+    /// The app release the store was migrated to (nil: the newest, 2.0).
+    let release: Schema.Version?
     let db: Database
     let log: ChangeLog
     let engine: SyncEngine
@@ -27,11 +30,13 @@ final class SyncPeer {
     init(
         name: String, path: String, server: URL, dataset: String, token: String,
         transport: HTTPClient.Configuration = HTTPClient.Configuration(), batchSize: Int = 1_000, pageSize: Int = 1_000,
-        retry: RetryPolicy = SyncPeer.immediateRetries
+        retry: RetryPolicy = SyncPeer.immediateRetries, release: Schema.Version? = nil
     ) throws {
         self.name = name
+        self.release = release
         db = try Database(path: path)
-        log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        log = try ChangeLog.open(
+            db, migrator: try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: release))
         site = log.identity.siteID
         var configuration = SyncEngine.Configuration(server: server, dataset: dataset, token: token)
         configuration.pushBatchSize = batchSize
@@ -41,6 +46,21 @@ final class SyncPeer {
             db: db, log: log, transport: try HTTPClient(configuration: transport), configuration: configuration)
         configuration.retry.maximumAttempts = 10
         patientEngine = SyncEngine(db: db, log: log, transport: try HTTPClient(), configuration: configuration)
+    }
+
+    /// The same device after the app was upgraded to `release`: the store closed, opened again and
+    /// migrated (which applies what its stash waited for), with the same engine settings, and
+    /// capturing this site's changes from where this peer stopped.
+    func upgraded(
+        to release: Schema.Version, path: String, server: URL, dataset: String, token: String,
+        transport: HTTPClient.Configuration, batchSize: Int, pageSize: Int
+    ) throws -> SyncPeer {
+        try db.close()
+        let peer = try SyncPeer(
+            name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
+            batchSize: batchSize, pageSize: pageSize, release: release)
+        peer.capturedThrough = capturedThrough
+        return peer
     }
 
     /// Four attempts, no waiting between them.

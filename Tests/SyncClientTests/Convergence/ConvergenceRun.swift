@@ -9,11 +9,20 @@ import TestSupport
 /// children), sync in a random order through a ``FaultProxy`` that breaks requests at random,
 /// then sync without faults until quiet; every device must then hold the same rows, equal to
 /// ``MergeModel`` applied to every change the devices' logs recorded.
+///
+/// With `olderReleases`, the devices start on Reminders 1.0 and 1.1 (at least one of each), so a
+/// 1.0 device keeps what 1.1 devices write about tags, priorities and notes in its stash while it
+/// syncs; each 1.0 device upgrades to 1.1 at a random moment of the run (the rest at its end),
+/// and every device must then hold what the model says a 1.1 device holds.
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
     let server: LiveServer
     let proxy: FaultProxy
+    var olderReleases = false
+
+    static let releaseOnePointZero: Schema.Version = "1.0.0"
+    static let releaseOnePointOne: Schema.Version = "1.1.0"
 
     /// What a run did, for the summary line.
     struct Outcome {
@@ -22,6 +31,11 @@ struct ConvergenceRun {
         var syncs = 0
         var failedSyncs = 0
         var events = 0
+        /// 1.0 devices upgraded before the run's end, and at its end.
+        var upgradesMidway = 0
+        var upgradesAtEnd = 0
+        /// Changes the upgraded devices' stashes held when they upgraded.
+        var stashedAtUpgrade = 0
     }
 
     func execute() throws -> Outcome {
@@ -31,11 +45,27 @@ struct ConvergenceRun {
         let token = try makeDataset(server, dataset)
         // A short total timeout makes a stall cost little; a slow answer is one more fault.
         let transport = HTTPClient.Configuration(connectTimeout: .seconds(2), totalTimeout: .milliseconds(300))
-        let peers = try (0..<Int.random(in: 3...4, using: &random)).map { index in
-            try SyncPeer(
+        var sizes: [(batch: Int, page: Int)] = []
+        var peers = try (0..<Int.random(in: 3...4, using: &random)).map { index in
+            sizes.append((Int.random(in: 2...12, using: &random), Int.random(in: 2...12, using: &random)))
+            // The first device on 1.0, the second on 1.1, the others either.
+            let release: Schema.Version? =
+                !olderReleases
+                ? nil
+                : index == 0 || (index > 1 && Bool.random(using: &random))
+                    ? Self.releaseOnePointZero : Self.releaseOnePointOne
+            return try SyncPeer(
                 name: "p\(index)", path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
-                dataset: dataset, token: token, transport: transport,
-                batchSize: Int.random(in: 2...12, using: &random), pageSize: Int.random(in: 2...12, using: &random))
+                dataset: dataset, token: token, transport: transport, batchSize: sizes[index].batch,
+                pageSize: sizes[index].page, release: release)
+        }
+        func upgrade(_ index: Int) throws {
+            outcome.stashedAtUpgrade +=
+                try peers[index].db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+            peers[index] = try peers[index].upgraded(
+                to: Self.releaseOnePointOne, path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
+                dataset: dataset, token: token, transport: transport, batchSize: sizes[index].batch,
+                pageSize: sizes[index].page)
         }
         let faultRate = Double.random(in: 0.1...0.35, using: &random)
         let faults = Locked(SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D))
@@ -44,7 +74,14 @@ struct ConvergenceRun {
         var workload = Workload()
         var events: [ModelEvent] = []
         for _ in 0..<Int.random(in: 50...90, using: &random) {
-            let peer = peers[Int.random(in: 0..<peers.count, using: &random)]
+            let index = Int.random(in: 0..<peers.count, using: &random)
+            if peers[index].release == Self.releaseOnePointZero, Double.random(in: 0..<1, using: &random) < 0.04 {
+                try upgrade(index)
+                outcome.upgradesMidway += 1
+                events += try peers[index].capture()
+                continue
+            }
+            let peer = peers[index]
             if Double.random(in: 0..<1, using: &random) < 0.3 {
                 outcome.syncs += 1
                 do { try peer.engine.sync() } catch { outcome.failedSyncs += 1 }
@@ -55,6 +92,11 @@ struct ConvergenceRun {
             events += try peer.capture()
         }
 
+        for index in peers.indices where peers[index].release == Self.releaseOnePointZero {
+            try upgrade(index)
+            outcome.upgradesAtEnd += 1
+            events += try peers[index].capture()
+        }
         // Quiet network: sync round after round until a whole round moves nothing.
         proxy.plan = { _ in .pass }
         var quiet = false
@@ -86,7 +128,10 @@ struct ConvergenceRun {
     private func check(_ peers: [SyncPeer], events: [ModelEvent], dataset: String, into problems: inout [String])
         throws
     {
-        let model = MergeModel.merge(events, tables: SyncPeer.tables.map(\.name))
+        let model = MergeModel.merge(
+            events, tables: SyncPeer.tables.map(\.name),
+            references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
+            defaults: olderReleases ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
         let expected = MergeModel.canonicalText(model)
         for peer in peers {
             let pending = try peer.log.pendingCount(peer.db)
@@ -153,85 +198,5 @@ struct ConvergenceRun {
         let missing = expectedLines.subtracting(actualLines).sorted().map { "  - \($0)" }
         let extra = actualLines.subtracting(expectedLines).sorted().map { "  + \($0)" }
         return (missing + extra).prefix(20).joined(separator: "\n")
-    }
-}
-
-/// The random offline work: fresh ids from a run-wide counter, and a reminder–tag pair is never
-/// linked twice (a deleted key inserted again is the protocol's known gap, §8.5).
-struct Workload {
-    private var counter = 0
-    private var linked = Set<String>()
-    private let words = ["milk", "bread", "call mum", "taxes", "gym", "books", "plants", "car"]
-
-    private mutating func freshID(_ peer: SyncPeer, _ kind: String) -> String {
-        counter += 1
-        return "\(kind)\(counter)-\(peer.name)"
-    }
-
-    mutating func randomOperation(on peer: SyncPeer, using random: inout SeededGenerator) throws {
-        let db = peer.db
-        let lists = try db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id")
-        let reminders = try db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id")
-        let tags = try db.fetchAll(String.self, "SELECT id FROM tags ORDER BY id")
-        let links = try db.fetchAll(String.self, "SELECT reminderID || '|' || tagID FROM reminderTags ORDER BY 1")
-        let word =
-            words[Int.random(in: 0..<words.count, using: &random)] + " \(Int.random(in: 0..<100, using: &random))"
-        var choice = Int.random(in: 0..<100, using: &random)
-        if lists.isEmpty { choice = 0 } else if reminders.isEmpty && choice >= 26 { choice = 26 }
-        switch choice {
-        case 0..<10:
-            try db.execute("INSERT INTO remindersLists (id, name) VALUES (\(freshID(peer, "L")), \(word))")
-        case 10..<18:
-            let list = lists.randomElement(using: &random)!
-            try db.execute("UPDATE remindersLists SET name = \(word) WHERE id = \(list)")
-        case 18..<24:
-            // Its reminders (and their tags) go with it, by ON DELETE CASCADE, logged as deletes.
-            let list = lists.randomElement(using: &random)!
-            try db.execute("DELETE FROM remindersLists WHERE id = \(list)")
-        case 24..<44:
-            let list = lists.randomElement(using: &random)!
-            try db.execute(
-                """
-                INSERT INTO reminders (id, title, listID, priority)
-                VALUES (\(freshID(peer, "R")), \(word), \(list), \(Int64.random(in: 0...9, using: &random)))
-                """)
-        case 44..<70:
-            let reminder = reminders.randomElement(using: &random)!
-            switch Int.random(in: 0..<6, using: &random) {
-            case 0: try db.execute("UPDATE reminders SET title = \(word) WHERE id = \(reminder)")
-            case 1: try db.execute("UPDATE reminders SET isDone = 1 - isDone WHERE id = \(reminder)")
-            case 2:
-                try db.execute(
-                    "UPDATE reminders SET priority = \(Int64.random(in: 0...9, using: &random)) WHERE id = \(reminder)")
-            case 3: try db.execute("UPDATE reminders SET notes = \(word) WHERE id = \(reminder)")
-            case 4:
-                try db.execute(
-                    "UPDATE reminders SET title = \(word), notes = \(word + "!") WHERE id = \(reminder)")
-            default:
-                // Moved to another list, which another device may be deleting.
-                let list = lists.randomElement(using: &random)!
-                try db.execute("UPDATE reminders SET listID = \(list) WHERE id = \(reminder)")
-            }
-        case 70..<78:
-            try db.execute("DELETE FROM reminders WHERE id = \(reminders.randomElement(using: &random)!)")
-        case 78..<84:
-            let id = freshID(peer, "T")
-            try db.execute("INSERT INTO tags (id, name) VALUES (\(id), \("tag " + id))")
-        case 84..<93:
-            guard let tag = tags.randomElement(using: &random) else {
-                let id = freshID(peer, "T")
-                return try db.execute("INSERT INTO tags (id, name) VALUES (\(id), \("tag " + id))")
-            }
-            let reminder = reminders.randomElement(using: &random)!
-            guard linked.insert(reminder + "|" + tag).inserted else { return }
-            try db.execute("INSERT INTO reminderTags (reminderID, tagID) VALUES (\(reminder), \(tag))")
-        case 93..<97:
-            guard let link = links.randomElement(using: &random) else { return }
-            let parts = link.split(separator: "|").map(String.init)
-            try db.execute("DELETE FROM reminderTags WHERE reminderID = \(parts[0]) AND tagID = \(parts[1])")
-        default:
-            guard let tag = tags.randomElement(using: &random) else { return }
-            try db.execute("DELETE FROM tags WHERE id = \(tag)")
-        }
     }
 }

@@ -7,35 +7,51 @@ import Testing
 /// must end with identical devices equal to the merge model.
 ///
 /// 20 seeds by default; `OSTORE_CONVERGENCE_SEEDS=500` runs 500, `OSTORE_CONVERGENCE_SEED=N`
-/// replays seed N alone (a failure prints its seed).
+/// replays seed N alone (a failure prints its seed), and `OSTORE_CONVERGENCE_FIRST_SEED=N` starts
+/// the run at seed N instead of 1, to search seeds no earlier run tried.
 @Suite("Randomised convergence")
 struct ConvergenceTests {
     static var seeds: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         if let single = environment["OSTORE_CONVERGENCE_SEED"].flatMap(UInt64.init) { return [single] }
-        let count = environment["OSTORE_CONVERGENCE_SEEDS"].flatMap(Int.init) ?? 20
-        return (1...UInt64(max(1, count))).map { $0 }
+        let count = UInt64(max(1, environment["OSTORE_CONVERGENCE_SEEDS"].flatMap(Int.init) ?? 20))
+        let first = max(1, environment["OSTORE_CONVERGENCE_FIRST_SEED"].flatMap(UInt64.init) ?? 1)
+        return (first...(first + count - 1)).map { $0 }
     }
 
     @Test func randomOfflineWorkThroughFaultsConvergesToTheMergeModel() throws {
+        try runSeeds(olderReleases: false)
+    }
+
+    /// Devices on Reminders 1.0 and 1.1 together, each 1.0 device upgrading to 1.1 at a random
+    /// moment: what a 1.0 device could not hold waits in its stash and is filled in once it
+    /// upgrades, and nothing it writes meanwhile clobbers what it does not know.
+    @Test func olderReleasesConvergeThroughFaultsOnceTheyUpgrade() throws {
+        try runSeeds(olderReleases: true)
+    }
+
+    private func runSeeds(olderReleases: Bool) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let proxy = try FaultProxy(upstreamPort: server.port)
         defer { proxy.stop() }
         var totals = ConvergenceRun.Outcome()
+        let test = olderReleases ? "olderReleasesConverge" : "randomOfflineWorkThroughFaults"
         for seed in Self.seeds {
             let outcome: ConvergenceRun.Outcome
             do {
-                outcome = try ConvergenceRun(seed: seed, directory: directory, server: server, proxy: proxy).execute()
+                outcome = try ConvergenceRun(
+                    seed: seed, directory: directory, server: server, proxy: proxy, olderReleases: olderReleases
+                ).execute()
             } catch {
                 let message =
-                    "seed \(seed) failed: \(error)\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter Convergence"
+                    "seed \(seed) failed: \(error)\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter \(test)"
                 Issue.record(Comment(rawValue: message))
                 continue
             }
             if !outcome.problems.isEmpty {
                 let message =
-                    "seed \(seed) did not converge\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter Convergence\n"
+                    "seed \(seed) did not converge\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter \(test)\n"
                     + outcome.problems.joined(separator: "\n")
                 Issue.record(Comment(rawValue: message))
             }
@@ -43,16 +59,27 @@ struct ConvergenceTests {
             totals.syncs += outcome.syncs
             totals.failedSyncs += outcome.failedSyncs
             totals.events += outcome.events
+            totals.upgradesMidway += outcome.upgradesMidway
+            totals.upgradesAtEnd += outcome.upgradesAtEnd
+            totals.stashedAtUpgrade += outcome.stashedAtUpgrade
         }
         let faults = proxy.counts.filter { $0.key != .pass }.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
         print(
-            "convergence: \(Self.seeds.count) seeds, \(totals.operations) offline operations, \(totals.events) logged "
+            "convergence\(olderReleases ? " (releases 1.0 and 1.1)" : ""): \(Self.seeds.count) seeds, \(totals.operations) offline operations, \(totals.events) logged "
                 + "changes, \(totals.syncs) syncs under faults (\(totals.failedSyncs) gave up), "
-                + "\(proxy.requestCount) requests; faults: \(faults)")
+                + "\(proxy.requestCount) requests; faults: \(faults)"
+                + (olderReleases
+                    ? "; 1.0 devices upgraded \(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, "
+                        + "with \(totals.stashedAtUpgrade) changes waiting in their stashes" : ""))
         // The faults really happened: the run is not a quiet-network test.
         #expect(
             ProxyFault.allCases.filter { $0 != .pass }.allSatisfy { (proxy.counts[$0] ?? 0) > 0 }
                 || Self.seeds.count < 5)
+        // And the older releases really met newer work: devices upgraded in the middle of the work,
+        // with changes waiting for the newer schema.
+        if olderReleases && Self.seeds.count >= 5 {
+            #expect(totals.upgradesMidway > 0 && totals.stashedAtUpgrade > 0)
+        }
     }
 }

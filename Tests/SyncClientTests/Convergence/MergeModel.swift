@@ -42,7 +42,22 @@ enum MergeModel {
         Reference(child: "reminderTags", column: "tagID", parent: "tags"),
     ]
 
-    static func merge(_ events: [ModelEvent], tables: [String]) -> TableContents {
+    /// Reminders 1.x: `listID` refers to no table (a reminder outlives its list).
+    static let referencesOfReleaseOne = references.filter { $0.child == "reminderTags" }
+
+    /// The columns 1.1 added to `reminders` with their defaults: a row a 1.0 device inserted has
+    /// them on every 1.1 device until a 1.1 device writes them.
+    static let columnsReleaseOnePointZeroLacks: [String: [String: DatabaseValue]] = [
+        "reminders": ["priority": .null, "notes": .text("")]
+    ]
+
+    /// Every site's rows once it has applied every change in `events`, for a schema whose foreign
+    /// keys are `references`; a column an insert did not carry (an older release wrote it) takes
+    /// its value from `defaults` (table, then column) unless an update wrote it.
+    static func merge(
+        _ events: [ModelEvent], tables: [String], references: [Reference] = references,
+        defaults: [String: [String: DatabaseValue]] = [:]
+    ) -> TableContents {
         var contents = TableContents()
         for table in tables { contents[table] = [:] }
         let rows = Dictionary(grouping: events) { [$0.table, $0.key] }
@@ -55,6 +70,7 @@ enum MergeModel {
             // §8.2.4: a delete newer than the creation wins over every update.
             if let deletion, deletion > creation { continue }
             var values = insert.values
+            for (column, value) in defaults[identity[0]] ?? [:] where values[column] == nil { values[column] = value }
             var versions: [String: ModelVersion] = [:]
             // §8.2.8: each column takes the newest write not older than the creation.
             for update in changes where update.kind == .update && update.version >= creation {
