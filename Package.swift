@@ -139,7 +139,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncServer", "SyncProtocol", "OfflineStore", "RemindersModel", "TestSupport"]
+            dependencies: [
+                "SyncClient", "SyncServer", "SyncProtocol", "SyncStoreBridge", "OfflineStore", "RemindersModel",
+                "TestSupport",
+            ]
         ),
         .testTarget(
             name: "OfflineStoreTests",

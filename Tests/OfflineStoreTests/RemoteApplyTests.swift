@@ -324,6 +324,38 @@ struct RemoteApplyTests {
         #expect(try bob.rows("SELECT name FROM remindersLists") == fresh.rows("SELECT name FROM remindersLists"))
     }
 
+    // Regression (found by the randomised convergence test with purged files): the versions a
+    // purged database forgot (clock 0) still counted as column versions, so an insert older than
+    // the row's creation (another device re-recording its rows as the oldest changes after its
+    // metadatabase was purged) overwrote the column here, and was refused everywhere else.
+    @Test func aForgottenColumnVersionDoesNotLetAnInsertOlderThanTheCreationIn() throws {
+        let alice = try Peer(directory, "alice.sqlite")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        let creation = try alice.push()
+        do {
+            let bob = try Peer(directory, "bob.sqlite")
+            _ = try bob.log.apply(creation, to: bob.db)
+            try bob.db.execute("UPDATE remindersLists SET name = 'Lost with the file' WHERE id = 'L'")
+            try bob.db.close()
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: directory.path("bob.sqlite" + suffix))
+        }
+        let bob = try Peer(directory, "bob.sqlite")
+        #expect(bob.log.identity.state == .databaseRecreated)
+        // The stale insert's site sorts after any other, so at clock 0 it beats Bob's forgotten one.
+        let stale = RemoteChange(
+            table: "remindersLists", primaryKey: ["id": .text("L")], operation: .insert,
+            columns: ["name": .text("Stale")], clock: .zero, siteID: Data(repeating: 0xff, count: 16))
+        let fresh = try Peer(directory, "carol.sqlite")
+        for peer in [bob, fresh] {
+            _ = try peer.log.apply(creation, to: peer.db)
+            #expect(try peer.log.apply([stale], to: peer.db).superseded == 1)
+        }
+        #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
+        #expect(try fresh.rows("SELECT name FROM remindersLists") == ["Home"])
+    }
+
     @Test func overwritingTheNewestLocalEntryNeverMovesTheQueueBackwards() throws {
         let alice = try Peer(directory, "alice.sqlite")
         let bob = try Peer(directory, "bob.sqlite")

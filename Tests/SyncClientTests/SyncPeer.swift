@@ -63,6 +63,31 @@ final class SyncPeer {
         return peer
     }
 
+    /// Which of a store's two files the system purged.
+    enum PurgedFile {
+        case database, metadatabase
+    }
+
+    /// The same device after the system purged one of its files while the app was not running: the
+    /// store closed, the file (with its WAL and shared memory) deleted, and the store opened again
+    /// (``Metadatabase`` then finds it `databaseRecreated` or `metadatabaseRecreated`). A new
+    /// metadatabase has a new log, captured from its start.
+    func purged(
+        _ file: PurgedFile, path: String, server: URL, dataset: String, token: String,
+        transport: HTTPClient.Configuration, batchSize: Int, pageSize: Int
+    ) throws -> SyncPeer {
+        try db.close()
+        let purgedPath = file == .database ? path : Metadatabase.path(forDatabaseAt: path)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: purgedPath + suffix) {
+            try FileManager.default.removeItem(atPath: purgedPath + suffix)
+        }
+        let peer = try SyncPeer(
+            name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
+            batchSize: batchSize, pageSize: pageSize, release: release)
+        peer.capturedThrough = file == .database ? capturedThrough : 0
+        return peer
+    }
+
     /// Four attempts, no waiting between them.
     static var immediateRetries: RetryPolicy {
         var retry = RetryPolicy(maximumAttempts: 4)

@@ -460,8 +460,13 @@ extension ChangeLog {
                 // rule 8): a delete applied here dropped them (above), but a row deleted by this
                 // device keeps them (its delete is recorded, not merged). The row's creation since
                 // dates the column, so an update older than the delete does not write into the row
-                // inserted again, as on a site that merged the delete.
-                if let local = row.versions[name], local > (deleted ?? .oldest) {
+                // inserted again, as on a site that merged the delete. So is a version at clock 0:
+                // no change is made at clock 0 but the oldest-possible ones, and a purged database
+                // leaves the versions of the edits it lost there (StoreIdentity), where no other
+                // site holds one. Counted, such a version would let an insert older than the row's
+                // creation (a device re-recording its rows as the oldest changes) write the column
+                // here alone.
+                if let local = row.versions[name], local > (deleted ?? .oldest), local.clock != .zero {
                     guard incoming > local else { continue }
                 } else {
                     // No change of this column yet (or none since the delete): the row's creation

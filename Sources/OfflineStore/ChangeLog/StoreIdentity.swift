@@ -88,7 +88,9 @@ public struct StoreIdentity: Sendable, Hashable {
     /// See ``State/databaseRecreated``: what stays true without the rows is which rows were
     /// deleted, by whom and when, so deletions stay as they are and nothing deleted comes back.
     /// The other entries are made the oldest possible versions, as if this site had received them
-    /// at clock 0: any version from elsewhere wins over them, and they leave the push queue. They
+    /// at clock 0: any version from elsewhere wins over them, and they leave the push queue (the
+    /// apply counts a column's version at clock 0 as none, so the row's creation dates the column
+    /// again, as on a site that never had the lost edit: ``ChangeLog``'s column merge). They
     /// are rewritten, not deleted, because a log entry's place in the queue is its rowid, one more
     /// than the largest: deleting the newest entries would hand their places, already
     /// acknowledged by the server, to the next local changes, which would then never be pushed.

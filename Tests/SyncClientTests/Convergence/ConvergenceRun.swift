@@ -2,6 +2,7 @@ import Foundation
 import OfflineStore
 import SyncClient
 import SyncProtocol
+import SyncStoreBridge
 import TestSupport
 
 /// One seed of the randomised convergence test: 3–4 devices work offline at random (lists,
@@ -14,12 +15,19 @@ import TestSupport
 /// 1.0 device keeps what 1.1 devices write about tags, priorities and notes in its stash while it
 /// syncs; each 1.0 device upgrades to 1.1 at a random moment of the run (the rest at its end),
 /// and every device must then hold what the model says a 1.1 device holds.
+///
+/// With `purges`, the system now and then purges one file of a device between two steps (its
+/// database or its metadatabase). What a device had not pushed is then lost by design (see
+/// docs/syncing-and-version-skew.md, "Purged stores"), so the model is the merge of every change
+/// the server stored rather than of every change the devices logged: every device must still end
+/// with the same rows, those, with nothing left queued or stashed.
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
     let server: LiveServer
     let proxy: FaultProxy
     var olderReleases = false
+    var purges = false
 
     static let releaseOnePointZero: Schema.Version = "1.0.0"
     static let releaseOnePointOne: Schema.Version = "1.1.0"
@@ -36,6 +44,9 @@ struct ConvergenceRun {
         var upgradesAtEnd = 0
         /// Changes the upgraded devices' stashes held when they upgraded.
         var stashedAtUpgrade = 0
+        /// Devices whose database, or whose metadatabase, was purged.
+        var databasesPurged = 0
+        var metadatabasesPurged = 0
     }
 
     func execute() throws -> Outcome {
@@ -67,6 +78,11 @@ struct ConvergenceRun {
                 dataset: dataset, token: token, transport: transport, batchSize: sizes[index].batch,
                 pageSize: sizes[index].page)
         }
+        func purge(_ index: Int, _ file: SyncPeer.PurgedFile) throws {
+            peers[index] = try peers[index].purged(
+                file, path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL, dataset: dataset,
+                token: token, transport: transport, batchSize: sizes[index].batch, pageSize: sizes[index].page)
+        }
         let faultRate = Double.random(in: 0.1...0.35, using: &random)
         let faults = Locked(SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D))
         proxy.plan = { _ in faults.withLock { generator in Self.fault(rate: faultRate, using: &generator) } }
@@ -78,6 +94,13 @@ struct ConvergenceRun {
             if peers[index].release == Self.releaseOnePointZero, Double.random(in: 0..<1, using: &random) < 0.04 {
                 try upgrade(index)
                 outcome.upgradesMidway += 1
+                events += try peers[index].capture()
+                continue
+            }
+            if purges, Double.random(in: 0..<1, using: &random) < 0.04 {
+                let file: SyncPeer.PurgedFile = Bool.random(using: &random) ? .database : .metadatabase
+                try purge(index, file)
+                if file == .database { outcome.databasesPurged += 1 } else { outcome.metadatabasesPurged += 1 }
                 events += try peers[index].capture()
                 continue
             }
@@ -129,7 +152,8 @@ struct ConvergenceRun {
         throws
     {
         let model = MergeModel.merge(
-            events, tables: SyncPeer.tables.map(\.name),
+            purges ? try Self.events(of: server.storedChanges(dataset: dataset)) : events,
+            tables: SyncPeer.tables.map(\.name),
             references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
             defaults: olderReleases ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
         let expected = MergeModel.canonicalText(model)
@@ -152,6 +176,35 @@ struct ConvergenceRun {
         // Nothing stored twice: every (site, seq) once in the server's log.
         for twice in try server.changesStoredTwice(dataset: dataset) {
             problems.append("the server stored \(twice) twice")
+        }
+    }
+
+    /// The changes a server stored, as the model's events: keys as the devices' change logs key
+    /// them (``SyncPeer/tables``), an insert's values with its key's.
+    static func events(of changes: [Change]) throws -> [ModelEvent] {
+        try changes.map { change in
+            func text(_ column: String) throws -> String {
+                guard case .text(let value) = change.key[column] else {
+                    throw ConvergenceFailure("the server stored a \(change.table) change keyed \(change.key)")
+                }
+                return value
+            }
+            func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+            let key =
+                change.table == "reminderTags"
+                ? quoted(try text("reminderID")) + "," + quoted(try text("tagID")) : try text("id")
+            var values = change.columns.mapValues(\.databaseValue)
+            let kind: ModelEvent.Kind
+            switch change.op {
+            case .insert:
+                kind = .insert
+                for (column, value) in change.key { values[column] = value.databaseValue }
+            case .update: kind = .update
+            case .delete: kind = .delete
+            }
+            return ModelEvent(
+                table: change.table, key: key, kind: kind, values: values,
+                version: ModelVersion(clock: change.clock.packed, site: change.site.bytes))
         }
     }
 

@@ -30,18 +30,28 @@ struct ConvergenceTests {
         try runSeeds(olderReleases: true)
     }
 
-    private func runSeeds(olderReleases: Bool) throws {
+    /// The system purges a device's database or metadatabase now and then: what the device had
+    /// not pushed is lost by design, and every device must still end with what the server stored,
+    /// merged.
+    @Test func devicesWithPurgedFilesConvergeToWhatTheServerStored() throws {
+        try runSeeds(purges: true)
+    }
+
+    private func runSeeds(olderReleases: Bool = false, purges: Bool = false) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let proxy = try FaultProxy(upstreamPort: server.port)
         defer { proxy.stop() }
         var totals = ConvergenceRun.Outcome()
-        let test = olderReleases ? "olderReleasesConverge" : "randomOfflineWorkThroughFaults"
+        let test =
+            olderReleases
+            ? "olderReleasesConverge" : purges ? "devicesWithPurgedFiles" : "randomOfflineWorkThroughFaults"
         for seed in Self.seeds {
             let outcome: ConvergenceRun.Outcome
             do {
                 outcome = try ConvergenceRun(
-                    seed: seed, directory: directory, server: server, proxy: proxy, olderReleases: olderReleases
+                    seed: seed, directory: directory, server: server, proxy: proxy, olderReleases: olderReleases,
+                    purges: purges
                 ).execute()
             } catch {
                 let message =
@@ -62,16 +72,24 @@ struct ConvergenceTests {
             totals.upgradesMidway += outcome.upgradesMidway
             totals.upgradesAtEnd += outcome.upgradesAtEnd
             totals.stashedAtUpgrade += outcome.stashedAtUpgrade
+            totals.databasesPurged += outcome.databasesPurged
+            totals.metadatabasesPurged += outcome.metadatabasesPurged
         }
         let faults = proxy.counts.filter { $0.key != .pass }.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
-        print(
-            "convergence\(olderReleases ? " (releases 1.0 and 1.1)" : ""): \(Self.seeds.count) seeds, \(totals.operations) offline operations, \(totals.events) logged "
-                + "changes, \(totals.syncs) syncs under faults (\(totals.failedSyncs) gave up), "
-                + "\(proxy.requestCount) requests; faults: \(faults)"
-                + (olderReleases
-                    ? "; 1.0 devices upgraded \(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, "
-                        + "with \(totals.stashedAtUpgrade) changes waiting in their stashes" : ""))
+        var summary =
+            "convergence: \(Self.seeds.count) seeds, \(totals.operations) offline operations, "
+            + "\(totals.events) logged changes, \(totals.syncs) syncs under faults (\(totals.failedSyncs) gave up), "
+            + "\(proxy.requestCount) requests; faults: \(faults)"
+        if olderReleases {
+            summary +=
+                "; devices on releases 1.0 and 1.1, 1.0 upgraded \(totals.upgradesMidway) times midway and "
+                + "\(totals.upgradesAtEnd) at the end, with \(totals.stashedAtUpgrade) changes waiting in their stashes"
+        }
+        if purges {
+            summary += "; \(totals.databasesPurged) databases and \(totals.metadatabasesPurged) metadatabases purged"
+        }
+        print(summary)
         // The faults really happened: the run is not a quiet-network test.
         #expect(
             ProxyFault.allCases.filter { $0 != .pass }.allSatisfy { (proxy.counts[$0] ?? 0) > 0 }
@@ -80,6 +98,9 @@ struct ConvergenceTests {
         // with changes waiting for the newer schema.
         if olderReleases && Self.seeds.count >= 5 {
             #expect(totals.upgradesMidway > 0 && totals.stashedAtUpgrade > 0)
+        }
+        if purges && Self.seeds.count >= 5 {
+            #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
         }
     }
 }
