@@ -26,6 +26,10 @@ final class SyncPeer {
     let site: Data
     /// The log's sequence number up to which this site's entries were read into the model.
     private var capturedThrough: Int64 = 0
+    /// Where the store's database is.
+    private let path: String
+    /// Opens the store again, as a new peer with this one's settings, migrated to a release.
+    private let reopen: (Schema.Version?) throws -> SyncPeer
 
     init(
         name: String, path: String, server: URL, dataset: String, token: String,
@@ -34,6 +38,12 @@ final class SyncPeer {
     ) throws {
         self.name = name
         self.release = release
+        self.path = path
+        reopen = { release in
+            try SyncPeer(
+                name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
+                batchSize: batchSize, pageSize: pageSize, retry: retry, release: release)
+        }
         db = try Database(path: path)
         log = try ChangeLog.open(
             db, migrator: try Migrator(plan: RemindersMigrationPlan.self, releasedUpTo: release))
@@ -51,16 +61,9 @@ final class SyncPeer {
     /// The same device after the app was upgraded to `release`: the store closed, opened again and
     /// migrated (which applies what its stash waited for), with the same engine settings, and
     /// capturing this site's changes from where this peer stopped.
-    func upgraded(
-        to release: Schema.Version, path: String, server: URL, dataset: String, token: String,
-        transport: HTTPClient.Configuration, batchSize: Int, pageSize: Int
-    ) throws -> SyncPeer {
+    func upgraded(to release: Schema.Version) throws -> SyncPeer {
         try db.close()
-        let peer = try SyncPeer(
-            name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
-            batchSize: batchSize, pageSize: pageSize, release: release)
-        peer.capturedThrough = capturedThrough
-        return peer
+        return try reopened(release: release, capturingAfter: capturedThrough)
     }
 
     /// Which of a store's two files the system purged.
@@ -72,19 +75,18 @@ final class SyncPeer {
     /// store closed, the file (with its WAL and shared memory) deleted, and the store opened again
     /// (``Metadatabase`` then finds it `databaseRecreated` or `metadatabaseRecreated`). A new
     /// metadatabase has a new log, captured from its start.
-    func purged(
-        _ file: PurgedFile, path: String, server: URL, dataset: String, token: String,
-        transport: HTTPClient.Configuration, batchSize: Int, pageSize: Int
-    ) throws -> SyncPeer {
+    func purged(_ file: PurgedFile) throws -> SyncPeer {
         try db.close()
         let purgedPath = file == .database ? path : Metadatabase.path(forDatabaseAt: path)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: purgedPath + suffix) {
             try FileManager.default.removeItem(atPath: purgedPath + suffix)
         }
-        let peer = try SyncPeer(
-            name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
-            batchSize: batchSize, pageSize: pageSize, release: release)
-        peer.capturedThrough = file == .database ? capturedThrough : 0
+        return try reopened(release: release, capturingAfter: file == .database ? capturedThrough : 0)
+    }
+
+    private func reopened(release: Schema.Version?, capturingAfter sequence: Int64) throws -> SyncPeer {
+        let peer = try reopen(release)
+        peer.capturedThrough = sequence
         return peer
     }
 

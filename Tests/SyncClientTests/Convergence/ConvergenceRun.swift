@@ -56,9 +56,9 @@ struct ConvergenceRun {
         let token = try makeDataset(server, dataset)
         // A short total timeout makes a stall cost little; a slow answer is one more fault.
         let transport = HTTPClient.Configuration(connectTimeout: .seconds(2), totalTimeout: .milliseconds(300))
-        var sizes: [(batch: Int, page: Int)] = []
         var peers = try (0..<Int.random(in: 3...4, using: &random)).map { index in
-            sizes.append((Int.random(in: 2...12, using: &random), Int.random(in: 2...12, using: &random)))
+            let batchSize = Int.random(in: 2...12, using: &random)
+            let pageSize = Int.random(in: 2...12, using: &random)
             // The first device on 1.0, the second on 1.1, the others either.
             let release: Schema.Version? =
                 !olderReleases
@@ -67,21 +67,13 @@ struct ConvergenceRun {
                     ? Self.releaseOnePointZero : Self.releaseOnePointOne
             return try SyncPeer(
                 name: "p\(index)", path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
-                dataset: dataset, token: token, transport: transport, batchSize: sizes[index].batch,
-                pageSize: sizes[index].page, release: release)
+                dataset: dataset, token: token, transport: transport, batchSize: batchSize, pageSize: pageSize,
+                release: release)
         }
         func upgrade(_ index: Int) throws {
             outcome.stashedAtUpgrade +=
                 try peers[index].db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
-            peers[index] = try peers[index].upgraded(
-                to: Self.releaseOnePointOne, path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
-                dataset: dataset, token: token, transport: transport, batchSize: sizes[index].batch,
-                pageSize: sizes[index].page)
-        }
-        func purge(_ index: Int, _ file: SyncPeer.PurgedFile) throws {
-            peers[index] = try peers[index].purged(
-                file, path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL, dataset: dataset,
-                token: token, transport: transport, batchSize: sizes[index].batch, pageSize: sizes[index].page)
+            peers[index] = try peers[index].upgraded(to: Self.releaseOnePointOne)
         }
         let faultRate = Double.random(in: 0.1...0.35, using: &random)
         let faults = Locked(SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D))
@@ -99,7 +91,7 @@ struct ConvergenceRun {
             }
             if purges, Double.random(in: 0..<1, using: &random) < 0.04 {
                 let file: SyncPeer.PurgedFile = Bool.random(using: &random) ? .database : .metadatabase
-                try purge(index, file)
+                peers[index] = try peers[index].purged(file)
                 if file == .database { outcome.databasesPurged += 1 } else { outcome.metadatabasesPurged += 1 }
                 events += try peers[index].capture()
                 continue

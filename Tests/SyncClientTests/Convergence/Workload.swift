@@ -30,28 +30,6 @@ struct Workload {
         // 1.0 has no tags: its choices end with the deletes of reminders.
         var choice = Int.random(in: 0..<(isReleaseOnePointZero ? 78 : 100), using: &random)
         if lists.isEmpty { choice = 0 } else if reminders.isEmpty && choice >= 26 { choice = 26 }
-        if isReleaseOnePointZero, (24..<44).contains(choice) {
-            let list = lists.randomElement(using: &random)!
-            return try db.execute(
-                "INSERT INTO reminders (id, title, listID) VALUES (\(freshID(peer, "R")), \(word), \(list))")
-        }
-        if peer.release != nil, (44..<70).contains(choice), Int.random(in: 0..<4, using: &random) == 0 {
-            let reminder = reminders.randomElement(using: &random)!
-            let day = Int.random(in: 1...28, using: &random)
-            let dueDate: DatabaseValue = day > 25 ? .null : .text("2026-12-\(day < 10 ? "0" : "")\(day)")
-            return try db.execute("UPDATE reminders SET dueDate = \(dueDate) WHERE id = \(reminder)")
-        }
-        if isReleaseOnePointZero, (44..<70).contains(choice) {
-            let reminder = reminders.randomElement(using: &random)!
-            switch Int.random(in: 0..<3, using: &random) {
-            case 0: try db.execute("UPDATE reminders SET title = \(word) WHERE id = \(reminder)")
-            case 1: try db.execute("UPDATE reminders SET isDone = 1 - isDone WHERE id = \(reminder)")
-            default:
-                let list = lists.randomElement(using: &random)!
-                try db.execute("UPDATE reminders SET listID = \(list) WHERE id = \(reminder)")
-            }
-            return
-        }
         switch choice {
         case 0..<10:
             try db.execute("INSERT INTO remindersLists (id, name) VALUES (\(freshID(peer, "L")), \(word))")
@@ -65,14 +43,28 @@ struct Workload {
             try db.execute("DELETE FROM remindersLists WHERE id = \(list)")
         case 24..<44:
             let list = lists.randomElement(using: &random)!
+            let id = freshID(peer, "R")
+            guard !isReleaseOnePointZero else {
+                return try db.execute("INSERT INTO reminders (id, title, listID) VALUES (\(id), \(word), \(list))")
+            }
             try db.execute(
                 """
                 INSERT INTO reminders (id, title, listID, priority)
-                VALUES (\(freshID(peer, "R")), \(word), \(list), \(Int64.random(in: 0...9, using: &random)))
+                VALUES (\(id), \(word), \(list), \(Int64.random(in: 0...9, using: &random)))
                 """)
         case 44..<70:
+            if peer.release != nil, Int.random(in: 0..<4, using: &random) == 0 {
+                let reminder = reminders.randomElement(using: &random)!
+                let day = Int.random(in: 1...28, using: &random)
+                let dueDate: DatabaseValue = day > 25 ? .null : .text("2026-12-\(day < 10 ? "0" : "")\(day)")
+                return try db.execute("UPDATE reminders SET dueDate = \(dueDate) WHERE id = \(reminder)")
+            }
             let reminder = reminders.randomElement(using: &random)!
-            switch Int.random(in: 0..<6, using: &random) {
+            // 1.0 has neither priority nor notes: its edits are the title, done and the list.
+            let edit =
+                isReleaseOnePointZero
+                ? [0, 1, 5][Int.random(in: 0..<3, using: &random)] : Int.random(in: 0..<6, using: &random)
+            switch edit {
             case 0: try db.execute("UPDATE reminders SET title = \(word) WHERE id = \(reminder)")
             case 1: try db.execute("UPDATE reminders SET isDone = 1 - isDone WHERE id = \(reminder)")
             case 2:
