@@ -12,14 +12,25 @@ public enum RemindersMigrationPlan: MigrationPlan {
             fromVersion: RemindersSchemaV1_1.self, toVersion: RemindersSchemaV2.self,
             willMigrate: { context in
                 // A reminder whose list is gone would violate the new foreign key: give it a list
-                // rather than lose it.
+                // rather than lose it. Which lists are gone is this device's own state, so the list
+                // and the move are recorded for sync, or they would exist on this device alone. The
+                // list gets a new key, the same on every device that recovers it: the old key was
+                // deleted, and a deleted key inserted again is the protocol's known gap (§8.5).
                 if try context.tableExists("reminders") {
-                    try context.execute(
+                    let orphaned = try context.database.fetchAll(
+                        String.self,
                         """
-                        INSERT OR IGNORE INTO remindersLists (id, name)
-                        SELECT DISTINCT listID, 'Recovered list' FROM reminders
-                        WHERE listID NOT IN (SELECT id FROM remindersLists)
+                        SELECT DISTINCT listID FROM reminders
+                        WHERE listID NOT IN (SELECT id FROM remindersLists) ORDER BY listID
                         """)
+                    for list in orphaned {
+                        let recovered = "recovered-" + list
+                        try context.execute(
+                            "INSERT OR IGNORE INTO remindersLists (id, name) VALUES (\(recovered), 'Recovered list')")
+                        try context.recordChanges(in: "remindersLists", where: "id = \(recovered)")
+                        try context.execute("UPDATE reminders SET listID = \(recovered) WHERE listID = \(list)")
+                        try context.recordChanges(in: "reminders", columns: ["listID"], where: "listID = \(recovered)")
+                    }
                 }
                 try context.rebuildTable(
                     RemindersSchemaV2.Reminder.self,

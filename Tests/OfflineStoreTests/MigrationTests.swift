@@ -61,7 +61,10 @@ struct MigrationTests {
             try Migrator(plan: RemindersMigrationPlan.self).migrate(db)
             #expect(try db.count("reminders") == 6)
             #expect(try db.scalar(Double.self, "SELECT dueAt FROM reminders WHERE id = 'R0'") == 1_796_083_200)
-            #expect(try db.scalar(String.self, "SELECT name FROM remindersLists WHERE id = 'gone'") == "Recovered list")
+            #expect(
+                try db.scalar(String.self, "SELECT name FROM remindersLists WHERE id = 'recovered-gone'")
+                    == "Recovered list")
+            #expect(try db.scalar(String.self, "SELECT listID FROM reminders WHERE id = 'orphan'") == "recovered-gone")
             #expect(try db.count("reminderSearch") == 6)
             #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
             #expect(try db.foreignKeys(on: "reminders").count == 1)

@@ -14,6 +14,12 @@ public enum ChangeLogCoverage {
                 "change log: \(unlogged) row change(s) made by another program are not in the change log yet; "
                     + "opening the store records them (or run ostore rescan)")
         }
+        let staged = try ChangeLog.stageChangesWaiting(db)
+        if staged > 0 {
+            problems.append(
+                "change log: \(staged) row change(s) a migration stage asked to record are not in the change log yet; "
+                    + "opening the store records them")
+        }
         let watermark = try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark WHERE id = 1") ?? 0
         let logged = try ChangeLogReader.newestSequence(in: db) ?? 0
         if watermark > logged {

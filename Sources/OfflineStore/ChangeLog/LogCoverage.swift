@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// Makes sure every committed row change of a synced table is in the change log, even when the
 /// TEMP triggers did not see it:
@@ -27,6 +28,9 @@ import CSQLite
 enum LogCoverage {
     static let unloggedTable = "ostore_unlogged"
     static let watermarkTable = "ostore_log_watermark"
+    /// Rows and columns migration stages asked to record (``MigrationContext/recordChanges(in:columns:where:)``):
+    /// `columnName` empty for a whole row, else one column's update.
+    static let stageChangesTable = "ostore_stage_changes"
 
     /// The name the permanent triggers pass to `sqlite_compileoption_used()`: no SQLite build has
     /// such an option, so the built-in answers 0, except on a connection with tracking installed.
@@ -47,13 +51,7 @@ enum LogCoverage {
     /// permanent triggers written differently by an earlier version.
     static func installPermanentTriggers(on db: Database, schema: SchemaSnapshot) throws {
         try db.transaction(.immediate) { db in
-            try db.executeScript(
-                """
-                CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
-                    tableName TEXT NOT NULL, pk ANY NOT NULL, PRIMARY KEY (tableName, pk)) STRICT, WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS main.\(watermarkTable) (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER) STRICT;
-                INSERT OR IGNORE INTO main.\(watermarkTable) (id, seq) VALUES (1, NULL);
-                """)
+            try createBookkeepingTables(on: db)
             var stored: [String: String] = [:]
             for row in try db.fetchAll(
                 "SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND name LIKE 'ostore_unlogged_%'")
@@ -70,6 +68,42 @@ enum LogCoverage {
                 }
             }
         }
+    }
+
+    /// The tables of noted rows and the watermark, in the user's file, unless they exist: also before
+    /// the first open's triggers, for a migration stage that records rows (``MigrationContext/recordChanges(in:columns:where:)``).
+    static func createBookkeepingTables(on db: Database) throws {
+        try db.executeScript(
+            """
+            CREATE TABLE IF NOT EXISTS main.\(unloggedTable) (
+                tableName TEXT NOT NULL, pk ANY NOT NULL, PRIMARY KEY (tableName, pk)) STRICT, WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS main.\(stageChangesTable) (
+                tableName TEXT NOT NULL, pk ANY NOT NULL, columnName TEXT NOT NULL,
+                PRIMARY KEY (tableName, pk, columnName)) STRICT, WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS main.\(watermarkTable) (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER) STRICT;
+            INSERT OR IGNORE INTO main.\(watermarkTable) (id, seq) VALUES (1, NULL);
+            """)
+    }
+
+    /// The rows noted as written outside the store, each as `quote(tableName),quote(pk)`; nil when
+    /// the store never installed its permanent triggers.
+    static func notedRows(_ db: Database) throws -> [String]? {
+        guard try db.tableExists(unloggedTable) else { return nil }
+        return try db.fetchAll(String.self, "SELECT quote(tableName) || ',' || quote(pk) FROM main.ostore_unlogged")
+    }
+
+    /// Forgets the rows noted since `before` (``notedRows(_:)``) was read: a migration stage run on a
+    /// connection without the metadatabase looks to the permanent triggers like another program's
+    /// writes, but every device runs the same stage, so its writes are not user edits.
+    static func forgetRowsNoted(_ db: Database, since before: [String]?) throws {
+        guard let before, try db.tableExists(unloggedTable) else { return }
+        guard !before.isEmpty else { return try db.execute("DELETE FROM main.ostore_unlogged") }
+        let keys = String(decoding: try JSONEncoder().encode(before), as: UTF8.self)
+        try db.execute(
+            """
+            DELETE FROM main.ostore_unlogged
+            WHERE quote(tableName) || ',' || quote(pk) NOT IN (SELECT value FROM json_each(\(keys)))
+            """)
     }
 
     /// A permanent trigger, exactly as `sqlite_schema` keeps it (so a changed definition is
@@ -102,6 +136,9 @@ enum LogCoverage {
 public struct CoverageReport: Sendable, Hashable {
     /// Rows written outside the store (no TEMP triggers) that were recorded now.
     public var unloggedRows = 0
+    /// Rows and columns migration stages asked to record (``MigrationContext/recordChanges(in:columns:where:)``),
+    /// recorded now.
+    public var stageChanges = 0
     /// Whether the log had lost a transaction (or the metadatabase was new) and every row was
     /// recorded again.
     public var rescanned = false
@@ -139,7 +176,12 @@ extension ChangeLog {
                 } else {
                     report.unloggedRows = try recordUnlogged(db)
                 }
-                if report.rescanned || report.unloggedRows > 0 { try Self.markWholeOrphanSearch(db) }
+                // After a rescan too: its rows may carry the oldest clock, and what a stage decided
+                // is this device's newest change.
+                report.stageChanges = try recordStageChanges(db)
+                if report.rescanned || report.unloggedRows > 0 || report.stageChanges > 0 {
+                    try Self.markWholeOrphanSearch(db)
+                }
                 try db.execute(
                     "UPDATE main.ostore_log_watermark SET seq = \(try newestSequence(db)) WHERE id = 1")
                 return report
@@ -148,12 +190,19 @@ extension ChangeLog {
     }
 
     /// Whether the log covers every committed change: nothing written outside the store waits,
-    /// and the watermark in the user's file is not ahead of the log.
+    /// nothing a migration stage asked to record, and the watermark in the user's file is not ahead of the log.
     public func coversEveryChange(_ db: Database) throws -> Bool {
         let unlogged = try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_unlogged") ?? 0
         let watermark = try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark WHERE id = 1") ?? 0
         let logged = try newestSequence(db) ?? 0
-        return unlogged == 0 && watermark <= logged
+        let staged = try Self.stageChangesWaiting(db)
+        return unlogged == 0 && staged == 0 && watermark <= logged
+    }
+
+    /// Rows and columns migration stages asked to record that the log has not recorded yet.
+    static func stageChangesWaiting(_ db: Database) throws -> Int {
+        guard try db.tableExists(LogCoverage.stageChangesTable) else { return 0 }
+        return try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_stage_changes") ?? 0
     }
 
     /// The newest place in the queue, over the journal and the keyed log (a fold leaves it as it is).
@@ -175,6 +224,30 @@ extension ChangeLog {
         }
         try db.execute("DELETE FROM main.ostore_unlogged")
         return rows.count
+    }
+
+    /// Records what migration stages asked to: a whole row as inserted, or as deleted if it is gone;
+    /// a column as updated, if its row is still there. The stages ran before this open installed
+    /// the triggers, so their writes were not recorded otherwise.
+    private func recordStageChanges(_ db: Database) throws -> Int {
+        guard try Self.stageChangesWaiting(db) > 0 else { return 0 }
+        let rows = try db.fetchAll("SELECT tableName, pk, columnName FROM main.ostore_stage_changes")
+        var recorded = 0
+        for row in rows {
+            let tableName: String = try row.decode(at: 0)
+            let key: DatabaseValue = try row.decode(at: 1)
+            let column: String = try row.decode(at: 2)
+            guard let table = schema.table(named: tableName), table.sync == .synced else { continue }
+            let keyColumns = ChangeTracker.keyColumns(of: table)
+            let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
+            let exists =
+                try db.fetchOne(Self.rowSQL("SELECT 1 FROM", table.name, keyColumns, keyValues, set: [:])) != nil
+            guard exists || column.isEmpty else { continue }
+            try recordLocal(db, table: table.name, key: key, marker: column.isEmpty ? (exists ? "" : "-") : column)
+            recorded += 1
+        }
+        try db.execute("DELETE FROM main.ostore_stage_changes")
+        return recorded
     }
 
     /// Records every row of every synced table as inserted now, and every row the log believes

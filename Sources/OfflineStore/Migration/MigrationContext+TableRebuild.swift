@@ -128,6 +128,12 @@ extension MigrationContext {
         for object in dependents where !declaredIndexes.contains(object.name.lowercased()) {
             try run(SQL(sql: object.sql))
         }
+        // Dropping the old table dropped its noting triggers; the stage's later writes are noted too.
+        if recordsChanges, table.sync == .synced,
+            let rebuiltTable = try SchemaSnapshot(liveDatabase: database).table(named: name)
+        {
+            try StageChangeNotes.installTriggers(on: database, tables: [rebuiltTable])
+        }
         try Migrator.checkForeignKeys(database, stageLabel: stageLabel, table: name)
         foreignKeysChecked = (name, database.totalChangesCount, try MigrationLedger.schemaCookie(database))
     }

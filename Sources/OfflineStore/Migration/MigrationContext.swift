@@ -31,6 +31,8 @@ public final class MigrationContext {
     public let targetSchema: SchemaSnapshot
     /// Whether the stage asked for its writes to be recorded as user changes for sync
     /// (``MigrationStage/recordsChanges``); off by default, since every peer runs the same stage.
+    /// Either way the code runs with the connection's recording off: a recording stage's writes are
+    /// noted and recorded once the change log opens.
     public let recordsChanges: Bool
 
     let stageLabel: String

@@ -20,7 +20,12 @@ public struct MigrationStage: Sendable {
     /// Lint rules (by id) this stage knowingly breaks; any other NEVER finding fails the stage.
     public let acknowledgedLintRules: Set<String>
     /// Whether the stage's writes are recorded as user changes for sync (off: every peer runs the
-    /// same stage, so its backfills must not be pushed).
+    /// same stage, so its backfills must not be pushed). When on, each row the stage's code inserts
+    /// or deletes and each column it updates in a synced table is noted while it runs, and recorded
+    /// when the change log opens right after migrating (``ChangeLog/open(_:migrator:)``), under a clock
+    /// newer than any the device has seen, whichever connection migrated. A table rebuild's copy is
+    /// not a change and is not recorded, nor are the columns its `values` fill. To record only some
+    /// rows, leave it off and call ``MigrationContext/recordChanges(in:columns:where:)``.
     public let recordsChanges: Bool
 
     public var fromVersion: Schema.Version { fromSchema.versionIdentifier }

@@ -35,10 +35,12 @@ extension Migrator {
         options.progress?(.stageStarted(stage: step.label))
         try MigrationLedger.createIfNeeded(db)
         let context = MigrationContext(database: db, step: step, isFreshDatabase: isFresh, progress: options.progress)
+        let notedBefore = try LogCoverage.notedRows(db)
         try runStageCode(step.stage?.willMigrate, context: context, step: step)
         try reconcile(context, to: step, mode: mode)
         context.phase = .didMigrate
         try runStageCode(step.stage?.didMigrate, context: context, step: step)
+        try LogCoverage.forgetRowsNoted(db, since: notedBefore)
         if mode == .refuseNonAdditive {
             // Stage code can change the schema too; what is recorded as this version must be it.
             let left = relevantDifferences(live: try SchemaSnapshot(liveDatabase: db), target: step.target)
@@ -62,11 +64,13 @@ extension Migrator {
     private func runStageCode(_ body: MigrationStage.Body?, context: MigrationContext, step: MigrationStep) throws {
         guard let body else { return }
         do {
-            if context.recordsChanges {
+            // Every peer runs the same stage: its writes are not user edits to sync, unless the
+            // stage asks (then they are noted and recorded once the log opens, on any connection).
+            try context.database.withoutRecordingChanges { db in
+                guard context.recordsChanges else { return try body(context) }
+                try StageChangeNotes.installTriggers(on: db, syncedTablesOf: context.targetSchema)
                 try body(context)
-            } else {
-                // Every peer runs the same stage: its writes are not user edits to sync.
-                try context.database.withoutRecordingChanges { _ in try body(context) }
+                try StageChangeNotes.removeTriggers(from: db)
             }
         } catch var error as MigrationError {
             if error.stage == nil { error.stage = step.label }

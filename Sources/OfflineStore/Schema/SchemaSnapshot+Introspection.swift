@@ -39,7 +39,7 @@ extension SchemaSnapshot {
         let key = name.lowercased()
         return [
             "ostore_migrations", "ostore_migration_state", "ostore_migration_plan", "ostore_store_identity",
-            "ostore_unlogged", "ostore_log_watermark",
+            "ostore_unlogged", "ostore_log_watermark", "ostore_stage_changes",
         ].contains(key) || key.hasPrefix("ostore_rebuild_")
     }
 
