@@ -21,6 +21,14 @@ import TestSupport
 /// docs/syncing-and-version-skew.md, "Purged stores"), so the model is the merge of every change
 /// the server stored rather than of every change the devices logged: every device must still end
 /// with the same rows, those, with nothing left queued or stashed.
+///
+/// With `olderMajor`, the devices start on Reminders 1.1 (the first one on 2.0 half the time) and
+/// each upgrades to 2.0 at a random moment (the rest at the run's end): once a 2.0 device has
+/// synced, the dataset is at 2.0 and the 1.1 devices are refused (`upgradeRequired`) but keep
+/// working offline and keep their queues, which they push once upgraded; their migration gives a
+/// reminder whose list is gone a list again. 2.0 devices write `dueAt` with `dueDate`, as the app
+/// does, and derive it after every pulled page (``ReleaseTwoDerivations``); `dueAt` is derived,
+/// so the model is compared without it, and every device must hold `dueAt` as its `dueDate` names it.
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
@@ -28,6 +36,7 @@ struct ConvergenceRun {
     let proxy: FaultProxy
     var olderReleases = false
     var purges = false
+    var olderMajor = false
 
     static let releaseOnePointZero: Schema.Version = "1.0.0"
     static let releaseOnePointOne: Schema.Version = "1.1.0"
@@ -47,6 +56,10 @@ struct ConvergenceRun {
         /// Devices whose database, or whose metadatabase, was purged.
         var databasesPurged = 0
         var metadatabasesPurged = 0
+        /// Syncs of 1.1 devices the server refused as too old for the dataset, and the changes their
+        /// queues held when they upgraded to 2.0.
+        var refusedForUpgrade = 0
+        var queuedAtMajorUpgrade = 0
     }
 
     func execute() throws -> Outcome {
@@ -59,31 +72,42 @@ struct ConvergenceRun {
         var peers = try (0..<Int.random(in: 3...4, using: &random)).map { index in
             let batchSize = Int.random(in: 2...12, using: &random)
             let pageSize = Int.random(in: 2...12, using: &random)
-            // The first device on 1.0, the second on 1.1, the others either.
-            let release: Schema.Version? =
-                !olderReleases
-                ? nil
-                : index == 0 || (index > 1 && Bool.random(using: &random))
-                    ? Self.releaseOnePointZero : Self.releaseOnePointOne
+            // The first device on 1.0, the second on 1.1, the others either; for the older major,
+            // the first on 2.0 or 1.1, the others on 1.1.
+            let release: Schema.Version?
+            if olderMajor {
+                release = index == 0 && Bool.random(using: &random) ? nil : Self.releaseOnePointOne
+            } else {
+                release =
+                    !olderReleases
+                    ? nil
+                    : index == 0 || (index > 1 && Bool.random(using: &random))
+                        ? Self.releaseOnePointZero : Self.releaseOnePointOne
+            }
             return try SyncPeer(
                 name: "p\(index)", path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
                 dataset: dataset, token: token, transport: transport, batchSize: batchSize, pageSize: pageSize,
-                release: release)
+                release: release, derivesReleaseTwo: olderMajor)
         }
+        /// Devices below the release the run ends on.
+        let olderRelease = olderMajor ? Self.releaseOnePointOne : Self.releaseOnePointZero
         func upgrade(_ index: Int) throws {
             outcome.stashedAtUpgrade +=
                 try peers[index].db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
-            peers[index] = try peers[index].upgraded(to: Self.releaseOnePointOne)
+            if olderMajor { outcome.queuedAtMajorUpgrade += try peers[index].log.pendingCount(peers[index].db) }
+            peers[index] = try peers[index].upgraded(to: olderMajor ? nil : Self.releaseOnePointOne)
         }
         let faultRate = Double.random(in: 0.1...0.35, using: &random)
         let faults = Locked(SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D))
         proxy.plan = { _ in faults.withLock { generator in Self.fault(rate: faultRate, using: &generator) } }
 
-        var workload = Workload()
+        var workload = Workload(dueDatesOnEveryRelease: olderMajor)
         var events: [ModelEvent] = []
         for _ in 0..<Int.random(in: 50...90, using: &random) {
             let index = Int.random(in: 0..<peers.count, using: &random)
-            if peers[index].release == Self.releaseOnePointZero, Double.random(in: 0..<1, using: &random) < 0.04 {
+            if peers[index].release == olderRelease,
+                Double.random(in: 0..<1, using: &random) < (olderMajor ? 0.06 : 0.04)
+            {
                 try upgrade(index)
                 outcome.upgradesMidway += 1
                 events += try peers[index].capture()
@@ -99,7 +123,17 @@ struct ConvergenceRun {
             let peer = peers[index]
             if Double.random(in: 0..<1, using: &random) < 0.3 {
                 outcome.syncs += 1
-                do { try peer.engine.sync() } catch { outcome.failedSyncs += 1 }
+                do {
+                    try peer.engine.sync()
+                } catch let error where error.kind == .upgradeRequired {
+                    guard peer.release == Self.releaseOnePointOne else {
+                        throw ConvergenceFailure(
+                            "\(peer.name) on \(peer.release?.description ?? "2.0") was told to upgrade")
+                    }
+                    outcome.refusedForUpgrade += 1
+                } catch {
+                    outcome.failedSyncs += 1
+                }
             } else {
                 try workload.randomOperation(on: peer, using: &random)
                 outcome.operations += 1
@@ -107,7 +141,7 @@ struct ConvergenceRun {
             events += try peer.capture()
         }
 
-        for index in peers.indices where peers[index].release == Self.releaseOnePointZero {
+        for index in peers.indices where peers[index].release == olderRelease {
             try upgrade(index)
             outcome.upgradesAtEnd += 1
             events += try peers[index].capture()
@@ -148,7 +182,8 @@ struct ConvergenceRun {
             tables: SyncPeer.tables.map(\.name),
             references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
             defaults: olderReleases ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
-        let expected = MergeModel.canonicalText(model)
+        let expected = MergeModel.canonicalText(olderMajor ? Self.withoutDerivedColumns(model) : model)
+        var devices: [String: String] = [:]
         for peer in peers {
             let pending = try peer.log.pendingCount(peer.db)
             if pending != 0 { problems.append("\(peer.name) still has \(pending) changes to push") }
@@ -157,7 +192,21 @@ struct ConvergenceRun {
             if !waiting.isEmpty {
                 problems.append("\(peer.name) still has \(waiting.count) changes in its stash: \(waiting.prefix(3))")
             }
-            let actual = MergeModel.canonicalText(try peer.contents())
+            let contents = try peer.contents()
+            devices[peer.name] = MergeModel.canonicalText(contents)
+            if olderMajor {
+                // 2.0 derives `dueAt` from `dueDate`, also for what older peers wrote or cleared.
+                let stray = try peer.db.fetchAll(
+                    String.self,
+                    """
+                    SELECT id || ': dueDate ' || quote(dueDate) || ', dueAt ' || quote(dueAt) FROM reminders
+                    WHERE dueAt IS NOT CAST(unixepoch(dueDate) AS REAL) ORDER BY id
+                    """)
+                if !stray.isEmpty {
+                    problems.append("\(peer.name) holds a dueAt its dueDate does not name: \(stray.prefix(3))")
+                }
+            }
+            let actual = MergeModel.canonicalText(olderMajor ? Self.withoutDerivedColumns(contents) : contents)
             if actual != expected {
                 problems.append(
                     "\(peer.name) holds \(MergeModel.hash(actual)), the model \(MergeModel.hash(expected)):\n"
@@ -165,10 +214,29 @@ struct ConvergenceRun {
                         + (try history(of: Self.difference(expected: expected, actual: actual), peer, events)))
             }
         }
+        // The devices hold the same rows, derived columns too.
+        if Set(devices.values).count > 1 {
+            let first = peers[0].name
+            for peer in peers.dropFirst() where devices[peer.name] != devices[first] {
+                problems.append(
+                    "\(peer.name) and \(first) differ:\n"
+                        + Self.difference(expected: devices[first]!, actual: devices[peer.name]!))
+            }
+        }
         // Nothing stored twice: every (site, seq) once in the server's log.
         for twice in try server.changesStoredTwice(dataset: dataset) {
             problems.append("the server stored \(twice) twice")
         }
+    }
+
+    /// `contents` without the columns 2.0 derives (``SyncPeer/derivedColumns``), which the model
+    /// does not follow: a device writes them after applying other devices' changes.
+    static func withoutDerivedColumns(_ contents: TableContents) -> TableContents {
+        var contents = contents
+        for (table, columns) in SyncPeer.derivedColumns {
+            contents[table] = contents[table]?.mapValues { $0.filter { !columns.contains($0.key) } }
+        }
+        return contents
     }
 
     /// The changes a server stored, as the model's events: keys as the devices' change logs key

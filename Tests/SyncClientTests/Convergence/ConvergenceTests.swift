@@ -37,7 +37,14 @@ struct ConvergenceTests {
         try runSeeds(purges: true)
     }
 
-    private func runSeeds(olderReleases: Bool = false, purges: Bool = false) throws {
+    /// Devices on Reminders 1.1 while others move the dataset to 2.0: refused until they upgrade,
+    /// they keep working offline, and once upgraded their queues go out, their due dates reach 2.0
+    /// as `dueAt`, and every device ends the same.
+    @Test func devicesOnAnOlderMajorConvergeOnceTheyUpgrade() throws {
+        try runSeeds(olderMajor: true)
+    }
+
+    private func runSeeds(olderReleases: Bool = false, purges: Bool = false, olderMajor: Bool = false) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let proxy = try FaultProxy(upstreamPort: server.port)
@@ -45,13 +52,15 @@ struct ConvergenceTests {
         var totals = ConvergenceRun.Outcome()
         let test =
             olderReleases
-            ? "olderReleasesConverge" : purges ? "devicesWithPurgedFiles" : "randomOfflineWorkThroughFaults"
+            ? "olderReleasesConverge"
+            : purges
+                ? "devicesWithPurgedFiles" : olderMajor ? "devicesOnAnOlderMajor" : "randomOfflineWorkThroughFaults"
         for seed in Self.seeds {
             let outcome: ConvergenceRun.Outcome
             do {
                 outcome = try ConvergenceRun(
                     seed: seed, directory: directory, server: server, proxy: proxy, olderReleases: olderReleases,
-                    purges: purges
+                    purges: purges, olderMajor: olderMajor
                 ).execute()
             } catch {
                 let message =
@@ -74,6 +83,8 @@ struct ConvergenceTests {
             totals.stashedAtUpgrade += outcome.stashedAtUpgrade
             totals.databasesPurged += outcome.databasesPurged
             totals.metadatabasesPurged += outcome.metadatabasesPurged
+            totals.refusedForUpgrade += outcome.refusedForUpgrade
+            totals.queuedAtMajorUpgrade += outcome.queuedAtMajorUpgrade
         }
         let faults = proxy.counts.filter { $0.key != .pass }.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
@@ -89,6 +100,12 @@ struct ConvergenceTests {
         if purges {
             summary += "; \(totals.databasesPurged) databases and \(totals.metadatabasesPurged) metadatabases purged"
         }
+        if olderMajor {
+            summary +=
+                "; devices on releases 1.1 and 2.0, 1.1 refused \(totals.refusedForUpgrade) times, upgraded "
+                + "\(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, with "
+                + "\(totals.queuedAtMajorUpgrade) changes queued and \(totals.stashedAtUpgrade) stashed"
+        }
         print(summary)
         // The faults really happened: the run is not a quiet-network test.
         #expect(
@@ -101,6 +118,10 @@ struct ConvergenceTests {
         }
         if purges && Self.seeds.count >= 5 {
             #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
+        }
+        // Devices were refused as too old and upgraded with changes queued.
+        if olderMajor && Self.seeds.count >= 5 {
+            #expect(totals.refusedForUpgrade > 0 && totals.upgradesMidway > 0 && totals.queuedAtMajorUpgrade > 0)
         }
     }
 }

@@ -4,12 +4,18 @@ import TestSupport
 /// The random offline work: fresh ids from a run-wide counter, and a reminder–tag pair is never
 /// linked twice (a deleted key inserted again is the protocol's known gap, §8.5). A device on
 /// Reminders 1.0 writes only what 1.0 has (lists, and reminders without priority, notes or tags);
-/// devices on 1.x also edit `dueDate`, which both 1.x releases have. On 2.0 the work and its random
-/// choices are what they always were, so a seed replays as before.
+/// devices on 1.x also edit `dueDate`, which both 1.x releases have, and with
+/// `dueDatesOnEveryRelease` so do 2.0 devices, writing `dueAt` with it as the app does. Without
+/// it, the work on 2.0 and its random choices are what they always were, so a seed replays as before.
 struct Workload {
+    let dueDatesOnEveryRelease: Bool
     private var counter = 0
     private var linked = Set<String>()
     private let words = ["milk", "bread", "call mum", "taxes", "gym", "books", "plants", "car"]
+
+    init(dueDatesOnEveryRelease: Bool = false) {
+        self.dueDatesOnEveryRelease = dueDatesOnEveryRelease
+    }
 
     private mutating func freshID(_ peer: SyncPeer, _ kind: String) -> String {
         counter += 1
@@ -53,11 +59,18 @@ struct Workload {
                 VALUES (\(id), \(word), \(list), \(Int64.random(in: 0...9, using: &random)))
                 """)
         case 44..<70:
-            if peer.release != nil, Int.random(in: 0..<4, using: &random) == 0 {
+            if peer.release != nil || dueDatesOnEveryRelease, Int.random(in: 0..<4, using: &random) == 0 {
                 let reminder = reminders.randomElement(using: &random)!
                 let day = Int.random(in: 1...28, using: &random)
                 let dueDate: DatabaseValue = day > 25 ? .null : .text("2026-12-\(day < 10 ? "0" : "")\(day)")
-                return try db.execute("UPDATE reminders SET dueDate = \(dueDate) WHERE id = \(reminder)")
+                guard peer.release == nil else {
+                    return try db.execute("UPDATE reminders SET dueDate = \(dueDate) WHERE id = \(reminder)")
+                }
+                return try db.execute(
+                    """
+                    UPDATE reminders SET dueDate = \(dueDate), dueAt = CAST(unixepoch(\(dueDate)) AS REAL)
+                    WHERE id = \(reminder)
+                    """)
             }
             let reminder = reminders.randomElement(using: &random)!
             // 1.0 has neither priority nor notes: its edits are the title, done and the list.
