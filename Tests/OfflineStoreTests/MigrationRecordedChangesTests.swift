@@ -75,6 +75,20 @@ enum RecordingEverythingPlan: MigrationPlan {
     ]
 }
 
+/// A recording stage whose code fails after writing.
+enum RecordingFailingPlan: MigrationPlan {
+    struct Refused: Error {}
+    static let schemas: [any VersionedSchema.Type] = [NotesV1.self, RecordingNotesV2.self]
+    static let stages: [MigrationStage] = [
+        .custom(
+            fromVersion: NotesV1.self, toVersion: RecordingNotesV2.self, recordsChanges: true,
+            didMigrate: { context in
+                try context.execute("UPDATE notes SET body = 'edited' WHERE id = 'kept'")
+                throw Refused()
+            })
+    ]
+}
+
 @Suite("Changes a migration stage records")
 struct MigrationRecordedChangesTests {
     let directory: TemporaryDirectory
@@ -147,6 +161,17 @@ struct MigrationRecordedChangesTests {
         try tracked.execute("UPDATE notes SET body = 'again' WHERE id = 'kept'")
         #expect(try tracked.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_stage_changes") == 0)
         #expect(try trackedLog.pendingCount(tracked) == 3)
+    }
+
+    @Test func aFailedRecordingStageLeavesNoNotesAndNoTriggers() throws {
+        let db = try Database(path: try storeAtOnePointZero())
+        let error = #expect(throws: MigrationError.self) {
+            try ChangeLog.open(db, migrator: try Migrator(plan: RecordingFailingPlan.self))
+        }
+        #expect(error?.kind == .stageFailed)
+        #expect(try db.fetchAll(String.self, "SELECT name FROM temp.sqlite_schema WHERE type = 'trigger'").isEmpty)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_stage_changes") ?? 0 == 0)
+        #expect(try db.fetchValue(String.self, "SELECT body FROM notes WHERE id = 'kept'") == "a")
     }
 
     @Test func recordingALocalOnlyTableOrAKeyColumnFailsTheStage() throws {

@@ -68,6 +68,7 @@ extension Migrator {
             // stage asks (then they are noted and recorded once the log opens, on any connection).
             try context.database.withoutRecordingChanges { db in
                 guard context.recordsChanges else { return try body(context) }
+                // TEMP triggers made in the stage's transaction go with it if the code throws.
                 try StageChangeNotes.installTriggers(on: db, syncedTablesOf: context.targetSchema)
                 try body(context)
                 try StageChangeNotes.removeTriggers(from: db)
