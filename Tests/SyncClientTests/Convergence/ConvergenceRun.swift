@@ -11,22 +11,24 @@ import TestSupport
 /// then sync without faults until quiet; every device must then hold the same rows, equal to
 /// ``MergeModel`` applied to every change the devices' logs recorded.
 ///
-/// With `olderReleases`, the devices start on Reminders 1.0 and 1.1 (at least one of each), so a
+/// In ``Scenario/olderMinorReleases``, the devices start on Reminders 1.0 and 1.1 (at least one of each), so a
 /// 1.0 device keeps what 1.1 devices write about tags, priorities and notes in its stash while it
 /// syncs; each 1.0 device upgrades to 1.1 at a random moment of the run (the rest at its end),
 /// and every device must then hold what the model says a 1.1 device holds.
 ///
-/// With `purges`, the system now and then purges one file of a device between two steps (its
+/// In ``Scenario/purgedFiles``, the system now and then purges one file of a device between two steps (its
 /// database or its metadatabase). What a device had not pushed is then lost by design (see
 /// docs/syncing-and-version-skew.md, "Purged stores"), so the model is the merge of every change
 /// the server stored rather than of every change the devices logged: every device must still end
-/// with the same rows, those, with nothing left queued or stashed.
+/// with the same rows, those, with nothing left queued or stashed. The deletes a device had queued
+/// when its database was purged must reach the server all the same (its metadatabase keeps them),
+/// unless its metadatabase was purged later.
 ///
-/// With `olderMajor`, the devices start on Reminders 1.1 (the first one on 2.0 half the time) and
-/// each upgrades to 2.0 at a random moment (the rest at the run's end): once a 2.0 device has
-/// synced, the dataset is at 2.0 and the 1.1 devices are refused (`upgradeRequired`) but keep
+/// In ``Scenario/olderMajorRelease``, the devices start on Reminders 1.0 or 1.1 (the first one on 2.0 half the
+/// time) and each upgrades to 2.0 at a random moment (the rest at the run's end): once a 2.0 device
+/// has synced, the dataset is at 2.0 and the older devices are refused (`upgradeRequired`) but keep
 /// working offline and keep their queues, which they push once upgraded; their migration gives a
-/// reminder whose list is gone a list again. 2.0 devices write `dueAt` with `dueDate`, as the app
+/// reminder whose list is gone a list again, and a 1.0 device's stash fills in what 1.1 added. 2.0 devices write `dueAt` with `dueDate`, as the app
 /// does, and derive it after every pulled page (``ReleaseTwoDerivations``); `dueAt` is derived,
 /// so the model is compared without it, and every device must hold `dueAt` as its `dueDate` names it.
 struct ConvergenceRun {
@@ -34,9 +36,23 @@ struct ConvergenceRun {
     let directory: TemporaryDirectory
     let server: LiveServer
     let proxy: FaultProxy
-    var olderReleases = false
-    var purges = false
-    var olderMajor = false
+    let scenario: Scenario
+
+    /// What the devices live through besides random offline work and faults.
+    enum Scenario {
+        /// Every device on Reminders 2.0.
+        case newestRelease
+        /// Devices on 1.0 and 1.1, each 1.0 device upgrading to 1.1.
+        case olderMinorReleases
+        /// Devices' databases and metadatabases purged now and then.
+        case purgedFiles
+        /// Devices on 1.0 and 1.1 while others move the dataset to 2.0, each upgrading to 2.0.
+        case olderMajorRelease
+    }
+
+    private var olderReleases: Bool { scenario == .olderMinorReleases }
+    private var purges: Bool { scenario == .purgedFiles }
+    private var olderMajor: Bool { scenario == .olderMajorRelease }
 
     static let releaseOnePointZero: Schema.Version = "1.0.0"
     static let releaseOnePointOne: Schema.Version = "1.1.0"
@@ -56,6 +72,8 @@ struct ConvergenceRun {
         /// Devices whose database, or whose metadatabase, was purged.
         var databasesPurged = 0
         var metadatabasesPurged = 0
+        /// Deletes queued on devices when their databases were purged, which the server must store.
+        var deletesQueuedAtPurge = 0
         /// Syncs of 1.1 devices the server refused as too old for the dataset, and the changes their
         /// queues held when they upgraded to 2.0.
         var refusedForUpgrade = 0
@@ -76,7 +94,9 @@ struct ConvergenceRun {
             // the first on 2.0 or 1.1, the others on 1.1.
             let release: Schema.Version?
             if olderMajor {
-                release = index == 0 && Bool.random(using: &random) ? nil : Self.releaseOnePointOne
+                release =
+                    index == 0 && Bool.random(using: &random)
+                    ? nil : Bool.random(using: &random) ? Self.releaseOnePointZero : Self.releaseOnePointOne
             } else {
                 release =
                     !olderReleases
@@ -89,8 +109,10 @@ struct ConvergenceRun {
                 dataset: dataset, token: token, transport: transport, batchSize: batchSize, pageSize: pageSize,
                 release: release, derivesReleaseTwo: olderMajor)
         }
-        /// Devices below the release the run ends on.
-        let olderRelease = olderMajor ? Self.releaseOnePointOne : Self.releaseOnePointZero
+        /// Whether a device is below the release the run ends on.
+        func isOlder(_ peer: SyncPeer) -> Bool {
+            olderMajor ? peer.release != nil : peer.release == Self.releaseOnePointZero
+        }
         func upgrade(_ index: Int) throws {
             outcome.stashedAtUpgrade +=
                 try peers[index].db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
@@ -103,9 +125,10 @@ struct ConvergenceRun {
 
         var workload = Workload(dueDatesOnEveryRelease: olderMajor)
         var events: [ModelEvent] = []
+        var queuedDeletes: [QueuedDelete] = []
         for _ in 0..<Int.random(in: 50...90, using: &random) {
             let index = Int.random(in: 0..<peers.count, using: &random)
-            if peers[index].release == olderRelease,
+            if isOlder(peers[index]),
                 Double.random(in: 0..<1, using: &random) < (olderMajor ? 0.06 : 0.04)
             {
                 try upgrade(index)
@@ -115,6 +138,12 @@ struct ConvergenceRun {
             }
             if purges, Double.random(in: 0..<1, using: &random) < 0.04 {
                 let file: SyncPeer.PurgedFile = Bool.random(using: &random) ? .database : .metadatabase
+                // A lost metadatabase loses the queue by design; a lost database keeps its deletes.
+                if file == .database {
+                    queuedDeletes += try QueuedDelete.queued(on: peers[index])
+                } else {
+                    queuedDeletes.removeAll { $0.site == peers[index].site }
+                }
                 peers[index] = try peers[index].purged(file)
                 if file == .database { outcome.databasesPurged += 1 } else { outcome.metadatabasesPurged += 1 }
                 events += try peers[index].capture()
@@ -126,7 +155,7 @@ struct ConvergenceRun {
                 do {
                     try peer.engine.sync()
                 } catch let error where error.kind == .upgradeRequired {
-                    guard peer.release == Self.releaseOnePointOne else {
+                    guard olderMajor && isOlder(peer) else {
                         throw ConvergenceFailure(
                             "\(peer.name) on \(peer.release?.description ?? "2.0") was told to upgrade")
                     }
@@ -141,7 +170,7 @@ struct ConvergenceRun {
             events += try peer.capture()
         }
 
-        for index in peers.indices where peers[index].release == olderRelease {
+        for index in peers.indices where isOlder(peers[index]) {
             try upgrade(index)
             outcome.upgradesAtEnd += 1
             events += try peers[index].capture()
@@ -158,8 +187,15 @@ struct ConvergenceRun {
             }
         }
         outcome.events = events.count
+        outcome.deletesQueuedAtPurge = queuedDeletes.count
         if !quiet { outcome.problems.append("the devices still moved changes after 8 quiet rounds") }
         try check(peers, events: events, dataset: dataset, into: &outcome.problems)
+        if !queuedDeletes.isEmpty {
+            let stored = try server.storedChanges(dataset: dataset)
+            for delete in queuedDeletes where !stored.contains(where: delete.matches) {
+                outcome.problems.append("the server never got \(delete), queued when its database was purged")
+            }
+        }
         return outcome
     }
 
@@ -181,7 +217,7 @@ struct ConvergenceRun {
             purges ? try Self.events(of: server.storedChanges(dataset: dataset)) : events,
             tables: SyncPeer.tables.map(\.name),
             references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
-            defaults: olderReleases ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
+            defaults: olderReleases || olderMajor ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
         let expected = MergeModel.canonicalText(olderMajor ? Self.withoutDerivedColumns(model) : model)
         var devices: [String: String] = [:]
         for peer in peers {
@@ -312,4 +348,25 @@ struct ConvergenceRun {
         let extra = actualLines.subtracting(expectedLines).sorted().map { "  + \($0)" }
         return (missing + extra).prefix(20).joined(separator: "\n")
     }
+}
+
+/// A delete a device had queued (not pushed yet) when its database was purged.
+struct QueuedDelete: CustomStringConvertible {
+    var table: String
+    var key: [String: DatabaseValue]
+    var clock: Int64
+    var site: Data
+
+    static func queued(on peer: SyncPeer) throws -> [QueuedDelete] {
+        try peer.log.pendingChanges(peer.db, limit: 100_000).filter { $0.operation == .delete }.map { change in
+            QueuedDelete(table: change.table, key: change.primaryKey, clock: change.clock.packed, site: peer.site)
+        }
+    }
+
+    func matches(_ change: Change) -> Bool {
+        change.op == .delete && change.table == table && change.clock.packed == clock && change.site.bytes == site
+            && change.key.mapValues(\.databaseValue) == key
+    }
+
+    var description: String { "the delete of \(table) \(key) at \(clock)" }
 }

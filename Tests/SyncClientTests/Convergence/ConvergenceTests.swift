@@ -20,47 +20,42 @@ struct ConvergenceTests {
     }
 
     @Test func randomOfflineWorkThroughFaultsConvergesToTheMergeModel() throws {
-        try runSeeds(olderReleases: false)
+        try runSeeds(.newestRelease, replayFilter: "randomOfflineWorkThroughFaults")
     }
 
     /// Devices on Reminders 1.0 and 1.1 together, each 1.0 device upgrading to 1.1 at a random
     /// moment: what a 1.0 device could not hold waits in its stash and is filled in once it
     /// upgrades, and nothing it writes meanwhile clobbers what it does not know.
     @Test func olderReleasesConvergeThroughFaultsOnceTheyUpgrade() throws {
-        try runSeeds(olderReleases: true)
+        try runSeeds(.olderMinorReleases, replayFilter: "olderReleasesConverge")
     }
 
     /// The system purges a device's database or metadatabase now and then: what the device had
     /// not pushed is lost by design, and every device must still end with what the server stored,
     /// merged.
     @Test func devicesWithPurgedFilesConvergeToWhatTheServerStored() throws {
-        try runSeeds(purges: true)
+        try runSeeds(.purgedFiles, replayFilter: "devicesWithPurgedFiles")
     }
 
-    /// Devices on Reminders 1.1 while others move the dataset to 2.0: refused until they upgrade,
-    /// they keep working offline, and once upgraded their queues go out, their due dates reach 2.0
-    /// as `dueAt`, and every device ends the same.
+    /// Devices on Reminders 1.0 and 1.1 while others move the dataset to 2.0: refused until they
+    /// upgrade, they keep working offline, and once upgraded their queues go out, their stashes fill
+    /// in what they did not know, their due dates reach 2.0 as `dueAt`, and every device ends the same.
     @Test func devicesOnAnOlderMajorConvergeOnceTheyUpgrade() throws {
-        try runSeeds(olderMajor: true)
+        try runSeeds(.olderMajorRelease, replayFilter: "devicesOnAnOlderMajor")
     }
 
-    private func runSeeds(olderReleases: Bool = false, purges: Bool = false, olderMajor: Bool = false) throws {
+    /// Runs every seed of `scenario`; a failure names the filter that replays it.
+    private func runSeeds(_ scenario: ConvergenceRun.Scenario, replayFilter test: String) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"))
         let proxy = try FaultProxy(upstreamPort: server.port)
         defer { proxy.stop() }
         var totals = ConvergenceRun.Outcome()
-        let test =
-            olderReleases
-            ? "olderReleasesConverge"
-            : purges
-                ? "devicesWithPurgedFiles" : olderMajor ? "devicesOnAnOlderMajor" : "randomOfflineWorkThroughFaults"
         for seed in Self.seeds {
             let outcome: ConvergenceRun.Outcome
             do {
                 outcome = try ConvergenceRun(
-                    seed: seed, directory: directory, server: server, proxy: proxy, olderReleases: olderReleases,
-                    purges: purges, olderMajor: olderMajor
+                    seed: seed, directory: directory, server: server, proxy: proxy, scenario: scenario
                 ).execute()
             } catch {
                 let message =
@@ -83,6 +78,7 @@ struct ConvergenceTests {
             totals.stashedAtUpgrade += outcome.stashedAtUpgrade
             totals.databasesPurged += outcome.databasesPurged
             totals.metadatabasesPurged += outcome.metadatabasesPurged
+            totals.deletesQueuedAtPurge += outcome.deletesQueuedAtPurge
             totals.refusedForUpgrade += outcome.refusedForUpgrade
             totals.queuedAtMajorUpgrade += outcome.queuedAtMajorUpgrade
         }
@@ -92,17 +88,19 @@ struct ConvergenceTests {
             "convergence: \(Self.seeds.count) seeds, \(totals.operations) offline operations, "
             + "\(totals.events) logged changes, \(totals.syncs) syncs under faults (\(totals.failedSyncs) gave up), "
             + "\(proxy.requestCount) requests; faults: \(faults)"
-        if olderReleases {
+        if scenario == .olderMinorReleases {
             summary +=
                 "; devices on releases 1.0 and 1.1, 1.0 upgraded \(totals.upgradesMidway) times midway and "
                 + "\(totals.upgradesAtEnd) at the end, with \(totals.stashedAtUpgrade) changes waiting in their stashes"
         }
-        if purges {
-            summary += "; \(totals.databasesPurged) databases and \(totals.metadatabasesPurged) metadatabases purged"
-        }
-        if olderMajor {
+        if scenario == .purgedFiles {
             summary +=
-                "; devices on releases 1.1 and 2.0, 1.1 refused \(totals.refusedForUpgrade) times, upgraded "
+                "; \(totals.databasesPurged) databases and \(totals.metadatabasesPurged) metadatabases purged, "
+                + "\(totals.deletesQueuedAtPurge) queued deletes kept through database purges"
+        }
+        if scenario == .olderMajorRelease {
+            summary +=
+                "; devices on releases 1.0, 1.1 and 2.0, the older refused \(totals.refusedForUpgrade) times, upgraded "
                 + "\(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, with "
                 + "\(totals.queuedAtMajorUpgrade) changes queued and \(totals.stashedAtUpgrade) stashed"
         }
@@ -113,14 +111,14 @@ struct ConvergenceTests {
                 || Self.seeds.count < 5)
         // And the older releases really met newer work: devices upgraded in the middle of the work,
         // with changes waiting for the newer schema.
-        if olderReleases && Self.seeds.count >= 5 {
+        if scenario == .olderMinorReleases && Self.seeds.count >= 5 {
             #expect(totals.upgradesMidway > 0 && totals.stashedAtUpgrade > 0)
         }
-        if purges && Self.seeds.count >= 5 {
+        if scenario == .purgedFiles && Self.seeds.count >= 5 {
             #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
         }
         // Devices were refused as too old and upgraded with changes queued.
-        if olderMajor && Self.seeds.count >= 5 {
+        if scenario == .olderMajorRelease && Self.seeds.count >= 5 {
             #expect(totals.refusedForUpgrade > 0 && totals.upgradesMidway > 0 && totals.queuedAtMajorUpgrade > 0)
         }
     }
