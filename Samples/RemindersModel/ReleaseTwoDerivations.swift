@@ -1,14 +1,14 @@
 import OfflineStore
 
 /// What release 2.0 derives and keeps in step after changes arrive from other devices, which may
-/// run 1.x and know only the deprecated `dueDate`: `dueAt` from `dueDate`, and the search index
-/// from titles and notes.
+/// run 1.x and know only the deprecated `dueDate`: `dueAt` from `dueDate` (none when a 1.x device
+/// cleared it), and the search index from titles and notes.
 public enum ReleaseTwoDerivations {
     public static func apply(_ db: Database) throws {
         try db.execute(
             """
             UPDATE reminders SET dueAt = CAST(unixepoch(dueDate) AS REAL)
-            WHERE dueDate IS NOT NULL AND dueAt IS NOT CAST(unixepoch(dueDate) AS REAL)
+            WHERE dueAt IS NOT CAST(unixepoch(dueDate) AS REAL)
             """)
         try db.execute(
             """

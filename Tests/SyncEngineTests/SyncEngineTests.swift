@@ -297,6 +297,30 @@ struct SyncEngineTests {
         #expect(try purged.rows(sql) == alice.rows(sql))
     }
 
+    // The derivation only followed due dates that were set: a date cleared on 1.1 left 2.0's `dueAt`
+    // naming the old day on every device.
+    @Test func aDueDateClearedOnOneOneBeforeUpgradingClearsDueAtOnTwoZero() throws {
+        let bob = try Device(directory, "bob.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
+        try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try bob.db.execute("INSERT INTO reminders (id, title, listID, dueDate) VALUES ('R', 'Milk', 'L', '2024-05-01')")
+        try bob.engine.sync()
+        let carol = try Device(directory, "carol.sqlite", transport: transport, token: token)
+        carol.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
+        try carol.engine.sync()  // the dataset moves to 2.0
+        try bob.db.execute("UPDATE reminders SET dueDate = NULL WHERE id = 'R'")
+        #expect(throws: SyncError.self) { try bob.engine.sync() }
+        try bob.db.close()
+        let upgraded = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        upgraded.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
+        try upgraded.engine.sync()
+        try carol.engine.sync()
+        try upgraded.engine.sync()
+        let due: SQL =
+            "SELECT coalesce(dueDate, 'none') || ' ' || coalesce(CAST(dueAt AS INTEGER), 'none') FROM reminders"
+        #expect(try carol.rows(due) == ["none none"])
+        #expect(try upgraded.rows(due) == carol.rows(due))
+    }
+
     @Test func aDueDateEditedOnOneOneBeforeUpgradingReachesTwoZeroAsDueAt() throws {
         let bob = try Device(directory, "bob.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
         try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")

@@ -11,26 +11,27 @@ import TestSupport
 /// then sync without faults until quiet; every device must then hold the same rows, equal to
 /// ``MergeModel`` applied to every change the devices' logs recorded.
 ///
-/// In ``Scenario/olderMinorReleases``, the devices start on Reminders 1.0 and 1.1 (at least one of each), so a
-/// 1.0 device keeps what 1.1 devices write about tags, priorities and notes in its stash while it
-/// syncs; each 1.0 device upgrades to 1.1 at a random moment of the run (the rest at its end),
-/// and every device must then hold what the model says a 1.1 device holds.
+/// In ``Scenario/olderMinorReleases``, the devices start on Reminders 1.0 and 1.1 (at least one of
+/// each), so a 1.0 device keeps what 1.1 devices write about tags, priorities and notes in its stash
+/// while it syncs; each 1.0 device upgrades to 1.1 at a random moment of the run (the rest at its
+/// end), and every device must then hold what the model says a 1.1 device holds.
 ///
-/// In ``Scenario/purgedFiles``, the system now and then purges one file of a device between two steps (its
-/// database or its metadatabase). What a device had not pushed is then lost by design (see
-/// docs/syncing-and-version-skew.md, "Purged stores"), so the model is the merge of every change
-/// the server stored rather than of every change the devices logged: every device must still end
-/// with the same rows, those, with nothing left queued or stashed. The deletes a device had queued
-/// when its database was purged must reach the server all the same (its metadatabase keeps them),
-/// unless its metadatabase was purged later.
+/// In ``Scenario/purgedFiles``, the system now and then purges one file of a device between two
+/// steps (its database or its metadatabase). What a device had not pushed is then lost by design
+/// (see docs/syncing-and-version-skew.md, "Purged stores"), so the model is the merge of every
+/// change the server stored rather than of every change the devices logged: every device must
+/// still end with the same rows, those, with nothing left queued or stashed. The deletes a device
+/// had queued when its database was purged must reach the server all the same (its metadatabase
+/// keeps them), unless its metadatabase was purged later.
 ///
-/// In ``Scenario/olderMajorRelease``, the devices start on Reminders 1.0 or 1.1 (the first one on 2.0 half the
-/// time) and each upgrades to 2.0 at a random moment (the rest at the run's end): once a 2.0 device
-/// has synced, the dataset is at 2.0 and the older devices are refused (`upgradeRequired`) but keep
-/// working offline and keep their queues, which they push once upgraded; their migration gives a
-/// reminder whose list is gone a list again, and a 1.0 device's stash fills in what 1.1 added. 2.0 devices write `dueAt` with `dueDate`, as the app
-/// does, and derive it after every pulled page (``ReleaseTwoDerivations``); `dueAt` is derived,
-/// so the model is compared without it, and every device must hold `dueAt` as its `dueDate` names it.
+/// In ``Scenario/olderMajorRelease``, the devices start on Reminders 1.0 or 1.1 (the first one on
+/// 2.0 half the time) and each upgrades to 2.0 at a random moment (the rest at the run's end): once
+/// a 2.0 device has synced, the dataset is at 2.0 and the older devices are refused
+/// (`upgradeRequired`) but keep working offline and keep their queues, which they push once
+/// upgraded; their migration gives a reminder whose list is gone a list again, and a 1.0 device's
+/// stash fills in what 1.1 added. 2.0 devices write `dueAt` with `dueDate`, as the app does, and
+/// derive it after every pulled page (``ReleaseTwoDerivations``); `dueAt` is derived, so the model
+/// is compared without it, and every device must hold `dueAt` as its `dueDate` names it.
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
@@ -74,7 +75,7 @@ struct ConvergenceRun {
         var metadatabasesPurged = 0
         /// Deletes queued on devices when their databases were purged, which the server must store.
         var deletesQueuedAtPurge = 0
-        /// Syncs of 1.1 devices the server refused as too old for the dataset, and the changes their
+        /// Syncs of 1.x devices the server refused as too old for the dataset, and the changes their
         /// queues held when they upgraded to 2.0.
         var refusedForUpgrade = 0
         var queuedAtMajorUpgrade = 0
@@ -91,7 +92,7 @@ struct ConvergenceRun {
             let batchSize = Int.random(in: 2...12, using: &random)
             let pageSize = Int.random(in: 2...12, using: &random)
             // The first device on 1.0, the second on 1.1, the others either; for the older major,
-            // the first on 2.0 or 1.1, the others on 1.1.
+            // the first on 2.0 half the time, the others on 1.0 or 1.1.
             let release: Schema.Version?
             if olderMajor {
                 release =
