@@ -297,31 +297,12 @@ struct SyncEngineTests {
         #expect(try purged.rows(sql) == alice.rows(sql))
     }
 
-    // The derivation only followed due dates that were set: a date cleared on 1.1 left 2.0's `dueAt`
-    // naming the old day on every device.
-    @Test func aDueDateClearedOnOneOneBeforeUpgradingClearsDueAtOnTwoZero() throws {
-        let bob = try Device(directory, "bob.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
-        try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
-        try bob.db.execute("INSERT INTO reminders (id, title, listID, dueDate) VALUES ('R', 'Milk', 'L', '2024-05-01')")
-        try bob.engine.sync()
-        let carol = try Device(directory, "carol.sqlite", transport: transport, token: token)
-        carol.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
-        try carol.engine.sync()  // the dataset moves to 2.0
-        try bob.db.execute("UPDATE reminders SET dueDate = NULL WHERE id = 'R'")
-        #expect(throws: SyncError.self) { try bob.engine.sync() }
-        try bob.db.close()
-        let upgraded = try Device(directory, "bob.sqlite", transport: transport, token: token)
-        upgraded.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
-        try upgraded.engine.sync()
-        try carol.engine.sync()
-        try upgraded.engine.sync()
-        let due: SQL =
-            "SELECT coalesce(dueDate, 'none') || ' ' || coalesce(CAST(dueAt AS INTEGER), 'none') FROM reminders"
-        #expect(try carol.rows(due) == ["none none"])
-        #expect(try upgraded.rows(due) == carol.rows(due))
-    }
-
-    @Test func aDueDateEditedOnOneOneBeforeUpgradingReachesTwoZeroAsDueAt() throws {
+    /// Bob on 1.1 makes a reminder due 2024-05-01 and syncs; Carol on 2.0 syncs (the dataset moves to
+    /// 2.0, `dueAt` derived); Bob, still on 1.1, sets `dueDate` to `dueDate` and is refused until he
+    /// upgrades; then both sync. Returns Carol and the upgraded Bob.
+    private func dueDateEditedOnOneOneBeforeUpgrading(to dueDate: DatabaseValue) throws -> (
+        carol: Device, upgraded: Device
+    ) {
         let bob = try Device(directory, "bob.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
         try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
         try bob.db.execute("INSERT INTO reminders (id, title, listID, dueDate) VALUES ('R', 'Milk', 'L', '2024-05-01')")
@@ -331,14 +312,29 @@ struct SyncEngineTests {
         try carol.engine.sync()  // the dataset moves to 2.0
         #expect(try carol.rows("SELECT CAST(CAST(dueAt AS INTEGER) AS TEXT) FROM reminders") == ["1714521600"])
 
-        // Bob, still on 1.1, moves the due date; the server refuses him until he upgrades.
-        try bob.db.execute("UPDATE reminders SET dueDate = '2024-06-15' WHERE id = 'R'")
+        try bob.db.execute("UPDATE reminders SET dueDate = \(dueDate) WHERE id = 'R'")
         #expect(throws: SyncError.self) { try bob.engine.sync() }
         try bob.db.close()
         let upgraded = try Device(directory, "bob.sqlite", transport: transport, token: token)
         upgraded.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
         try upgraded.engine.sync()
         try carol.engine.sync()
+        return (carol, upgraded)
+    }
+
+    // The derivation only followed due dates that were set: a date cleared on 1.1 left 2.0's `dueAt`
+    // naming the old day on every device.
+    @Test func aDueDateClearedOnOneOneBeforeUpgradingClearsDueAtOnTwoZero() throws {
+        let (carol, upgraded) = try dueDateEditedOnOneOneBeforeUpgrading(to: .null)
+        try upgraded.engine.sync()
+        let due: SQL =
+            "SELECT coalesce(dueDate, 'none') || ' ' || coalesce(CAST(dueAt AS INTEGER), 'none') FROM reminders"
+        #expect(try carol.rows(due) == ["none none"])
+        #expect(try upgraded.rows(due) == carol.rows(due))
+    }
+
+    @Test func aDueDateEditedOnOneOneBeforeUpgradingReachesTwoZeroAsDueAt() throws {
+        let (carol, upgraded) = try dueDateEditedOnOneOneBeforeUpgrading(to: .text("2024-06-15"))
         let due: SQL = "SELECT dueDate || ' ' || CAST(dueAt AS INTEGER) FROM reminders"
         #expect(try carol.rows(due) == ["2024-06-15 1718409600"])
         try upgraded.engine.sync()

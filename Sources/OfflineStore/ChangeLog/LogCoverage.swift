@@ -213,17 +213,24 @@ extension ChangeLog {
     private func recordUnlogged(_ db: Database) throws -> Int {
         let rows = try db.fetchAll("SELECT tableName, pk FROM main.ostore_unlogged")
         for row in rows {
-            let tableName: String = try row.decode(at: 0)
             let key: DatabaseValue = try row.decode(at: 1)
-            guard let table = schema.table(named: tableName), table.sync == .synced else { continue }
-            let keyColumns = ChangeTracker.keyColumns(of: table)
-            let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
-            let exists = Self.rowSQL("SELECT 1 FROM", table.name, keyColumns, keyValues, set: [:])
-            let marker = try db.fetchOne(exists) == nil ? "-" : ""
-            try recordLocal(db, table: table.name, key: key, marker: marker)
+            guard let noted = try notedRow(try row.decode(at: 0), key: key, db) else { continue }
+            try recordLocal(db, table: noted.table, key: key, marker: noted.exists ? "" : "-")
         }
         try db.execute("DELETE FROM main.ostore_unlogged")
         return rows.count
+    }
+
+    /// The synced table a noted row belongs to and whether the row is there; nil for a table this
+    /// schema does not sync.
+    private func notedRow(_ tableName: String, key: DatabaseValue, _ db: Database) throws -> (
+        table: String, exists: Bool
+    )? {
+        guard let table = schema.table(named: tableName), table.sync == .synced else { return nil }
+        let keyColumns = ChangeTracker.keyColumns(of: table)
+        let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
+        let exists = try db.fetchOne(Self.rowSQL("SELECT 1 FROM", table.name, keyColumns, keyValues, set: [:])) != nil
+        return (table.name, exists)
     }
 
     /// Records what migration stages asked to: a whole row as inserted, or as deleted if it is gone;
@@ -234,16 +241,12 @@ extension ChangeLog {
         let rows = try db.fetchAll("SELECT tableName, pk, columnName FROM main.ostore_stage_changes")
         var recorded = 0
         for row in rows {
-            let tableName: String = try row.decode(at: 0)
             let key: DatabaseValue = try row.decode(at: 1)
             let column: String = try row.decode(at: 2)
-            guard let table = schema.table(named: tableName), table.sync == .synced else { continue }
-            let keyColumns = ChangeTracker.keyColumns(of: table)
-            let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
-            let exists =
-                try db.fetchOne(Self.rowSQL("SELECT 1 FROM", table.name, keyColumns, keyValues, set: [:])) != nil
-            guard exists || column.isEmpty else { continue }
-            try recordLocal(db, table: table.name, key: key, marker: column.isEmpty ? (exists ? "" : "-") : column)
+            guard let noted = try notedRow(try row.decode(at: 0), key: key, db), noted.exists || column.isEmpty
+            else { continue }
+            try recordLocal(
+                db, table: noted.table, key: key, marker: column.isEmpty ? (noted.exists ? "" : "-") : column)
             recorded += 1
         }
         try db.execute("DELETE FROM main.ostore_stage_changes")

@@ -79,6 +79,22 @@ struct ConvergenceRun {
         /// queues held when they upgraded to 2.0.
         var refusedForUpgrade = 0
         var queuedAtMajorUpgrade = 0
+
+        /// Adds another run's counts (its problems are reported on their own).
+        mutating func add(_ other: Outcome) {
+            operations += other.operations
+            syncs += other.syncs
+            failedSyncs += other.failedSyncs
+            events += other.events
+            upgradesMidway += other.upgradesMidway
+            upgradesAtEnd += other.upgradesAtEnd
+            stashedAtUpgrade += other.stashedAtUpgrade
+            databasesPurged += other.databasesPurged
+            metadatabasesPurged += other.metadatabasesPurged
+            deletesQueuedAtPurge += other.deletesQueuedAtPurge
+            refusedForUpgrade += other.refusedForUpgrade
+            queuedAtMajorUpgrade += other.queuedAtMajorUpgrade
+        }
     }
 
     func execute() throws -> Outcome {

@@ -52,35 +52,21 @@ struct ConvergenceTests {
         defer { proxy.stop() }
         var totals = ConvergenceRun.Outcome()
         for seed in Self.seeds {
+            let replay = "replay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter \(test)"
             let outcome: ConvergenceRun.Outcome
             do {
                 outcome = try ConvergenceRun(
                     seed: seed, directory: directory, server: server, proxy: proxy, scenario: scenario
                 ).execute()
             } catch {
-                let message =
-                    "seed \(seed) failed: \(error)\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter \(test)"
-                Issue.record(Comment(rawValue: message))
+                Issue.record(Comment(rawValue: "seed \(seed) failed: \(error)\n\(replay)"))
                 continue
             }
             if !outcome.problems.isEmpty {
-                let message =
-                    "seed \(seed) did not converge\nreplay: OSTORE_CONVERGENCE_SEED=\(seed) swift test --filter \(test)\n"
-                    + outcome.problems.joined(separator: "\n")
+                let message = "seed \(seed) did not converge\n\(replay)\n" + outcome.problems.joined(separator: "\n")
                 Issue.record(Comment(rawValue: message))
             }
-            totals.operations += outcome.operations
-            totals.syncs += outcome.syncs
-            totals.failedSyncs += outcome.failedSyncs
-            totals.events += outcome.events
-            totals.upgradesMidway += outcome.upgradesMidway
-            totals.upgradesAtEnd += outcome.upgradesAtEnd
-            totals.stashedAtUpgrade += outcome.stashedAtUpgrade
-            totals.databasesPurged += outcome.databasesPurged
-            totals.metadatabasesPurged += outcome.metadatabasesPurged
-            totals.deletesQueuedAtPurge += outcome.deletesQueuedAtPurge
-            totals.refusedForUpgrade += outcome.refusedForUpgrade
-            totals.queuedAtMajorUpgrade += outcome.queuedAtMajorUpgrade
+            totals.add(outcome)
         }
         let faults = proxy.counts.filter { $0.key != .pass }.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
