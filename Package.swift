@@ -118,6 +118,11 @@ let package = Package(
             name: "ostore-crash-writer",
             dependencies: ["OfflineStore", "RemindersModel"]
         ),
+        // The child process whose syncs the randomised convergence test kills; not a user tool.
+        .executableTarget(
+            name: "ostore-crash-syncer",
+            dependencies: ["OfflineStore", "RemindersModel", "SyncClient"]
+        ),
         .testTarget(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]

@@ -76,6 +76,15 @@ final class SyncPeer {
         return try reopened(release: release, capturingAfter: capturedThrough)
     }
 
+    /// The same device after another process used its files (a sync in a child process): the
+    /// store closed while `body` runs with its database's path, then opened again as that process
+    /// left it, capturing this site's changes from where this peer stopped.
+    func reopened(after body: (_ path: String) throws -> Void) throws -> SyncPeer {
+        try db.close()
+        try body(path)
+        return try reopened(release: release, capturingAfter: capturedThrough)
+    }
+
     /// Which of a store's two files the system purged.
     enum PurgedFile {
         case database, metadatabase

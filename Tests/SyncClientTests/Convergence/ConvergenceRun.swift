@@ -32,6 +32,14 @@ import TestSupport
 /// stash fills in what 1.1 added. 2.0 devices write `dueAt` with `dueDate`, as the app does, and
 /// derive it after every pulled page (``ReleaseTwoDerivations``); `dueAt` is derived, so the model
 /// is compared without it, and every device must hold `dueAt` as its `dueDate` names it.
+///
+/// In ``Scenario/killedSyncs``, every device is on 2.0 and half of its syncs run in a child process
+/// (`ostore-crash-syncer`, the app's sync with its derivations) that kills itself with SIGKILL at a
+/// random write on the store's connection (a row written, or a transaction about to commit), or
+/// ends first: before or after the server stored a pushed batch, in a pull's apply, between a page
+/// and its derivations, at the cursor's save. The device then opens its files as they were left and
+/// carries on; nothing may be lost or stored twice, and `dueAt` is compared as for the older major.
+/// (The harness folds a device's journal when it reads its log, so a child never folds one.)
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
@@ -49,11 +57,16 @@ struct ConvergenceRun {
         case purgedFiles
         /// Devices on 1.0 and 1.1 while others move the dataset to 2.0, each upgrading to 2.0.
         case olderMajorRelease
+        /// Devices on 2.0 whose syncs run in a child process killed at a random write.
+        case killedSyncs
     }
 
     private var olderReleases: Bool { scenario == .olderMinorReleases }
     private var purges: Bool { scenario == .purgedFiles }
     private var olderMajor: Bool { scenario == .olderMajorRelease }
+    private var killedSyncs: Bool { scenario == .killedSyncs }
+    /// Whether 2.0 devices derive `dueAt` after every pulled page, as the app does.
+    private var derives: Bool { olderMajor || killedSyncs }
 
     static let releaseOnePointZero: Schema.Version = "1.0.0"
     static let releaseOnePointOne: Schema.Version = "1.1.0"
@@ -79,6 +92,9 @@ struct ConvergenceRun {
         /// queues held when they upgraded to 2.0.
         var refusedForUpgrade = 0
         var queuedAtMajorUpgrade = 0
+        /// Syncs run in a child process: killed at a write, and ended by themselves.
+        var killedSyncs = 0
+        var childSyncsEnded = 0
 
         /// Adds another run's counts (its problems are reported on their own).
         mutating func add(_ other: Outcome) {
@@ -94,6 +110,8 @@ struct ConvergenceRun {
             deletesQueuedAtPurge += other.deletesQueuedAtPurge
             refusedForUpgrade += other.refusedForUpgrade
             queuedAtMajorUpgrade += other.queuedAtMajorUpgrade
+            killedSyncs += other.killedSyncs
+            childSyncsEnded += other.childSyncsEnded
         }
     }
 
@@ -124,7 +142,7 @@ struct ConvergenceRun {
             return try SyncPeer(
                 name: "p\(index)", path: directory.path("\(dataset)-p\(index).sqlite"), server: proxy.baseURL,
                 dataset: dataset, token: token, transport: transport, batchSize: batchSize, pageSize: pageSize,
-                release: release, derivesReleaseTwo: olderMajor)
+                release: release, derivesReleaseTwo: derives)
         }
         /// Whether a device is below the release the run ends on.
         func isOlder(_ peer: SyncPeer) -> Bool {
@@ -140,7 +158,9 @@ struct ConvergenceRun {
         let faults = Locked(SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D))
         proxy.plan = { _ in faults.withLock { generator in Self.fault(rate: faultRate, using: &generator) } }
 
-        var workload = Workload(dueDatesOnEveryRelease: olderMajor)
+        var workload = Workload(dueDatesOnEveryRelease: derives)
+        // A child's writes in its last whole sync, per device: kills land anywhere up to twice that.
+        var childWrites = peers.map { _ in 40 }
         var events: [ModelEvent] = []
         var queuedDeletes: [QueuedDelete] = []
         for _ in 0..<Int.random(in: 50...90, using: &random) {
@@ -169,6 +189,25 @@ struct ConvergenceRun {
             let peer = peers[index]
             if Double.random(in: 0..<1, using: &random) < 0.3 {
                 outcome.syncs += 1
+                if killedSyncs && Bool.random(using: &random) {
+                    let killAt = Int.random(in: 1...(2 * childWrites[index] + 10), using: &random)
+                    var ending = ChildSync.Ending.killed
+                    peers[index] = try peer.reopened { path in
+                        ending = try ChildSync.run(
+                            database: path, server: proxy.baseURL, dataset: dataset, token: token,
+                            batchSize: peer.engine.configuration.pushBatchSize,
+                            pageSize: peer.engine.configuration.pullPageSize, killAt: killAt)
+                    }
+                    switch ending {
+                    case .killed: outcome.killedSyncs += 1
+                    case .ended(let writes, let synced):
+                        outcome.childSyncsEnded += 1
+                        childWrites[index] = max(writes, 10)
+                        if !synced { outcome.failedSyncs += 1 }
+                    }
+                    events += try peers[index].capture()
+                    continue
+                }
                 do {
                     try peer.engine.sync()
                 } catch let error where error.kind == .upgradeRequired {
@@ -235,7 +274,7 @@ struct ConvergenceRun {
             tables: SyncPeer.tables.map(\.name),
             references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
             defaults: olderReleases || olderMajor ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
-        let expected = MergeModel.canonicalText(olderMajor ? Self.withoutDerivedColumns(model) : model)
+        let expected = MergeModel.canonicalText(derives ? Self.withoutDerivedColumns(model) : model)
         var devices: [String: String] = [:]
         for peer in peers {
             let pending = try peer.log.pendingCount(peer.db)
@@ -247,7 +286,7 @@ struct ConvergenceRun {
             }
             let contents = try peer.contents()
             devices[peer.name] = MergeModel.canonicalText(contents)
-            if olderMajor {
+            if derives {
                 // 2.0 derives `dueAt` from `dueDate`, also for what older peers wrote or cleared.
                 let stray = try peer.db.fetchAll(
                     String.self,
@@ -259,7 +298,7 @@ struct ConvergenceRun {
                     problems.append("\(peer.name) holds a dueAt its dueDate does not name: \(stray.prefix(3))")
                 }
             }
-            let actual = MergeModel.canonicalText(olderMajor ? Self.withoutDerivedColumns(contents) : contents)
+            let actual = MergeModel.canonicalText(derives ? Self.withoutDerivedColumns(contents) : contents)
             if actual != expected {
                 problems.append(
                     "\(peer.name) holds \(MergeModel.hash(actual)), the model \(MergeModel.hash(expected)):\n"

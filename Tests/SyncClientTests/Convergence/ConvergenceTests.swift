@@ -44,6 +44,13 @@ struct ConvergenceTests {
         try runSeeds(.olderMajorRelease, replayFilter: "devicesOnAnOlderMajor")
     }
 
+    /// Half of the syncs run in a child process that kills itself at a random write on the store's
+    /// connection (mid-push, mid-apply, at a commit): each device opens its files as the kill left
+    /// them and carries on, and every seed must still converge with nothing lost or stored twice.
+    @Test func devicesWhoseSyncsAreKilledConvergeToTheMergeModel() throws {
+        try runSeeds(.killedSyncs, replayFilter: "devicesWhoseSyncsAreKilled")
+    }
+
     /// Runs every seed of `scenario`; a failure names the filter that replays it.
     private func runSeeds(_ scenario: ConvergenceRun.Scenario, replayFilter test: String) throws {
         let directory = try TemporaryDirectory()
@@ -90,6 +97,10 @@ struct ConvergenceTests {
                 + "\(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, with "
                 + "\(totals.queuedAtMajorUpgrade) changes queued and \(totals.stashedAtUpgrade) stashed"
         }
+        if scenario == .killedSyncs {
+            summary +=
+                "; \(totals.killedSyncs) syncs killed at a random write, \(totals.childSyncsEnded) child syncs ended first"
+        }
         print(summary)
         // The faults really happened: the run is not a quiet-network test.
         #expect(
@@ -102,6 +113,9 @@ struct ConvergenceTests {
         }
         if scenario == .purgedFiles && Self.seeds.count >= 5 {
             #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
+        }
+        if scenario == .killedSyncs && Self.seeds.count >= 5 {
+            #expect(totals.killedSyncs > 0 && totals.childSyncsEnded > 0)
         }
         // Devices were refused as too old and upgraded with changes queued.
         if scenario == .olderMajorRelease && Self.seeds.count >= 5 {
