@@ -78,6 +78,11 @@ static inline int csqlite_add_tracking_probe(sqlite3 *db, const char *sentinel) 
 /// written for commit observers (`ostore_observe(table, key)`). Answered in C, so a tracked
 /// write does not convert its arguments into Swift values unless someone observes.
 ///
+/// The clock also follows what other processes wrote: when the metadatabase's data version moved
+/// since this connection last looked (a commit there, by it or by another connection), the first
+/// `ostore_clock()` of the transaction reads the newest clock the files hold (`clock_source`, a
+/// statement kept prepared) and passes it to `now` as the clock's floor; 0 when nothing moved.
+///
 /// The state is reference counted: one reference per registered function (SQLite drops it when
 /// the function is replaced or the connection closes) and one for its creator while it
 /// registers them. It retains `owner` and calls `release_owner` when the last reference goes.
@@ -89,14 +94,20 @@ typedef struct csqlite_change_tracking {
     int watermark_written;
     unsigned int watermark_version;
     sqlite3_int64 watermark;
+    /* The newest clock the files hold (see above), and the metadatabase's data version it read. */
+    char *clock_schema;
+    char *clock_sql;
+    sqlite3_stmt *clock_source;
+    int clock_version_known;
+    unsigned int clock_version;
     void *owner;
     void (*release_owner)(void *owner);
-    sqlite3_int64 (*now)(void *owner);
+    sqlite3_int64 (*now)(void *owner, sqlite3_int64 floor);
     void (*observe)(void *owner, sqlite3_value *table, sqlite3_value *key);
 } csqlite_change_tracking;
 
 static inline csqlite_change_tracking *csqlite_change_tracking_create(
-    void *owner, void (*release_owner)(void *), sqlite3_int64 (*now)(void *),
+    void *owner, void (*release_owner)(void *), sqlite3_int64 (*now)(void *, sqlite3_int64),
     void (*observe)(void *, sqlite3_value *, sqlite3_value *)) {
     csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_malloc(sizeof(csqlite_change_tracking));
     if (tracking == 0) return 0;
@@ -106,6 +117,11 @@ static inline csqlite_change_tracking *csqlite_change_tracking_create(
     tracking->watermark_written = 0;
     tracking->watermark_version = 0;
     tracking->watermark = 0;
+    tracking->clock_schema = 0;
+    tracking->clock_sql = 0;
+    tracking->clock_source = 0;
+    tracking->clock_version_known = 0;
+    tracking->clock_version = 0;
     tracking->owner = owner;
     tracking->release_owner = release_owner;
     tracking->now = now;
@@ -113,9 +129,39 @@ static inline csqlite_change_tracking *csqlite_change_tracking_create(
     return tracking;
 }
 
+/// Finalizes the clock's statement, which the connection's close must do first: `sqlite3_close_v2`
+/// waits for every statement, and this one would otherwise go only with the functions, at the close.
+static inline void csqlite_change_tracking_finalize(csqlite_change_tracking *tracking) {
+    sqlite3_finalize(tracking->clock_source);
+    tracking->clock_source = 0;
+    tracking->clock_version_known = 0;
+}
+
+/// Where the clock's floor comes from: `sql` returns the newest clock the files hold, one integer,
+/// and `schema` is the database whose data version tells when to read it again. Copies both.
+static inline int csqlite_change_tracking_set_clock_source(csqlite_change_tracking *tracking, const char *schema,
+                                                           const char *sql) {
+    char *schema_copy = sqlite3_mprintf("%s", schema);
+    char *sql_copy = sqlite3_mprintf("%s", sql);
+    if (schema_copy == 0 || sql_copy == 0) {
+        sqlite3_free(schema_copy);
+        sqlite3_free(sql_copy);
+        return SQLITE_NOMEM;
+    }
+    csqlite_change_tracking_finalize(tracking);
+    sqlite3_free(tracking->clock_schema);
+    sqlite3_free(tracking->clock_sql);
+    tracking->clock_schema = schema_copy;
+    tracking->clock_sql = sql_copy;
+    return SQLITE_OK;
+}
+
 static void csqlite_change_tracking_release(void *pointer) {
     csqlite_change_tracking *tracking = (csqlite_change_tracking *)pointer;
     if (--tracking->references == 0) {
+        csqlite_change_tracking_finalize(tracking);
+        sqlite3_free(tracking->clock_schema);
+        sqlite3_free(tracking->clock_sql);
         tracking->release_owner(tracking->owner);
         sqlite3_free(tracking);
     }
@@ -127,11 +173,42 @@ static void csqlite_change_tracking_recording(sqlite3_context *context, int argc
     sqlite3_result_int(context, ((csqlite_change_tracking *)sqlite3_user_data(context))->recording);
 }
 
+/// The newest clock the files hold when the metadatabase changed since the last look, else 0.
+/// A failure to read it is the statement's error, reported by `ostore_clock()`.
+static int csqlite_change_tracking_clock_floor(sqlite3_context *context, csqlite_change_tracking *tracking,
+                                               sqlite3_int64 *floor) {
+    *floor = 0;
+    if (tracking->clock_sql == 0) return SQLITE_OK;
+    sqlite3 *db = sqlite3_context_db_handle(context);
+    unsigned int version = 0;
+    if (sqlite3_file_control(db, tracking->clock_schema, SQLITE_FCNTL_DATA_VERSION, &version) != SQLITE_OK)
+        return SQLITE_OK;
+    if (tracking->clock_version_known && version == tracking->clock_version) return SQLITE_OK;
+    if (tracking->clock_source == 0) {
+        int code = sqlite3_prepare_v3(db, tracking->clock_sql, -1, SQLITE_PREPARE_PERSISTENT, &tracking->clock_source, 0);
+        if (code != SQLITE_OK) return code;
+    }
+    int code = sqlite3_step(tracking->clock_source);
+    if (code == SQLITE_ROW) *floor = sqlite3_column_int64(tracking->clock_source, 0);
+    int reset = sqlite3_reset(tracking->clock_source);
+    if (code != SQLITE_ROW) return reset == SQLITE_OK ? SQLITE_ERROR : reset;
+    tracking->clock_version_known = 1;
+    tracking->clock_version = version;
+    return SQLITE_OK;
+}
+
 static void csqlite_change_tracking_clock(sqlite3_context *context, int argc, sqlite3_value **argv) {
     (void)argc;
     (void)argv;
     csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
-    sqlite3_result_int64(context, tracking->now(tracking->owner));
+    sqlite3_int64 floor = 0;
+    int code = csqlite_change_tracking_clock_floor(context, tracking, &floor);
+    if (code != SQLITE_OK) {
+        sqlite3_result_error(context, "ostore_clock(): cannot read the newest clock of the metadatabase", -1);
+        sqlite3_result_error_code(context, code);
+        return;
+    }
+    sqlite3_result_int64(context, tracking->now(tracking->owner, floor));
 }
 
 static void csqlite_change_tracking_observe(sqlite3_context *context, int argc, sqlite3_value **argv) {

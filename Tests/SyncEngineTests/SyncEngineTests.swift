@@ -171,13 +171,15 @@ struct SyncEngineTests {
     @Test func aChangeTheServerRefusesIsKeptWithItsReasonAndTheRestGoesThrough() throws {
         let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'One')")
-        // A clock far in the future, as a device with a wrong wall clock would write.
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Two')")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")
+        // A clock far in the future, as a device with a wrong wall clock would write. Written after
+        // the last insert: a later write would start from it (the clock catches up with the newest
+        // the files hold, as after a restart), and be refused too.
         let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
         try alice.log.foldJournal(alice.db)
         try alice.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'B' AND columnName = ''")
-        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")
         let report = try alice.engine.sync()
         #expect(report.rejected == 1 && report.pushed == 2)
         let rejected = try alice.log.rejectedChanges(alice.db)

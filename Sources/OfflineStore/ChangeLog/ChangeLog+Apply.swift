@@ -256,6 +256,9 @@ extension ChangeLog {
         // Merging reads the keyed log's versions, and writes it directly, which is safe only with
         // the journal empty (ChangeJournal): fold first, in this transaction.
         try ChangeJournal.fold(db)
+        // Another process of this store may have issued newer clocks: the orphans' deletes and the
+        // last clock kept below must be past them.
+        try ClockRegistry.catchUp(clock, db)
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
         let links = OrphanLink.declared(in: schema)

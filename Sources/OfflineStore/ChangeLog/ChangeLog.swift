@@ -152,27 +152,47 @@ public struct ChangeLog: Sendable {
 }
 
 /// One clock per metadatabase per process, shared by every connection to the store.
+///
+/// Another process may use the same store at the same time (the app and its sync daemon): each
+/// has a clock of its own, and what one issues or receives must order the other's later writes
+/// after it, or a local edit made after a pulled one could carry an older clock and lose to it on
+/// every other device. So a clock catches up with the newest clock the files hold (``newestSQL``)
+/// at the start of each transaction that issues clocks after the metadatabase changed: the
+/// tracking triggers' `ostore_clock()` does it in C (see `csqlite_change_tracking_clock` in
+/// the CSQLite shim), the apply with ``catchUp(_:_:)``.
 enum ClockRegistry {
     private static let lock = NSLock()
     // `nonisolated(unsafe)`: read and written only inside `lock.withLock` below.
     nonisolated(unsafe) private static var clocks: [String: HybridLogicalClock] = [:]
 
-    static func clock(for db: Database, persisted: HybridTimestamp) throws -> HybridLogicalClock {
-        let meta = Metadatabase.schemaName
-        // The newest local entry carries the newest clock this store issued: the journal's newest,
-        // or, with the journal empty, the keyed log's.
-        let logged = try db.fetchValue(
-            Int64.self,
+    /// The newest clock the store's files hold: the persisted last clock (which an apply raises to
+    /// what it received, and to every clock issued before it), and the newest entries of the
+    /// journal and of the keyed log (local writes append there in the order of their clocks).
+    static let newestSQL: String = {
+        let meta = quoteIdentifier(Metadatabase.schemaName)
+        return """
+            SELECT max(
+                coalesce((SELECT lastClock FROM \(meta).ostore_store WHERE id = 1), 0),
+                coalesce((SELECT clock FROM \(meta).\(quoteIdentifier(ChangeJournal.tableName)) ORDER BY seq DESC LIMIT 1), 0),
+                coalesce((SELECT clock FROM \(meta).ostore_changes ORDER BY seq DESC LIMIT 1), 0))
             """
-            SELECT coalesce(
-                (SELECT clock FROM \(identifier: meta).\(identifier: ChangeJournal.tableName) ORDER BY seq DESC LIMIT 1),
-                (SELECT clock FROM \(identifier: meta).ostore_changes ORDER BY seq DESC LIMIT 1))
-            """)
-        let last = max(persisted, logged.flatMap { HybridTimestamp(packed: $0) } ?? .zero)
+    }()
+
+    /// Moves `clock` past the newest clock the store's files hold, which another process may have
+    /// written; call it inside the transaction that will issue clocks.
+    static func catchUp(_ clock: HybridLogicalClock, _ db: Database) throws {
+        if let newest = try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) {
+            clock.catchUp(to: newest)
+        }
+    }
+
+    static func clock(for db: Database, persisted: HybridTimestamp) throws -> HybridLogicalClock {
+        let stored = try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:))
+        let last = max(persisted, stored ?? .zero)
         let path = Metadatabase.path(forDatabaseAt: db.path)
         return lock.withLock {
             if let clock = clocks[path] {
-                try? clock.receive(last)
+                clock.catchUp(to: last)
                 return clock
             }
             let clock = HybridLogicalClock(lastIssued: last)

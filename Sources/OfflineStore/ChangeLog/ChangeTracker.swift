@@ -69,9 +69,11 @@ public enum ChangeTracker {
                         recording.takeUnretainedValue().tracking = nil
                         recording.release()
                     },
-                    { owner in
+                    { owner, floor in
                         let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
-                        return recording.clock?.now().packed ?? 0
+                        guard let clock = recording.clock else { return 0 }
+                        if floor > 0, let newest = HybridTimestamp(packed: floor) { clock.catchUp(to: newest) }
+                        return clock.now().packed
                     },
                     { owner, table, key in
                         let recording = Unmanaged<ChangeRecordingSwitch>.fromOpaque(owner!).takeUnretainedValue()
@@ -83,6 +85,13 @@ public enum ChangeTracker {
                         }
                     })
             else {
+                throw DatabaseError(resultCode: .noMemory, message: "cannot install change tracking: out of memory")
+            }
+            guard
+                csqlite_change_tracking_set_clock_source(created, Metadatabase.schemaName, ClockRegistry.newestSQL)
+                    == SQLITE_OK
+            else {
+                csqlite_change_tracking_release(created)
                 throw DatabaseError(resultCode: .noMemory, message: "cannot install change tracking: out of memory")
             }
             tracking = created

@@ -58,6 +58,14 @@ public final class HybridLogicalClock: Sendable {
         }
     }
 
+    /// Moves the clock past `persisted`, a reading this store's files hold (another process of the
+    /// same store issued or received it): no drift bound, as it was checked when it came in.
+    func catchUp(to persisted: HybridTimestamp) {
+        state.withLock { last in
+            if persisted > last { last = persisted }
+        }
+    }
+
     /// Takes a clock from another site into account, so later local readings order after it.
     /// Throws ``ChangeLogError`` (`.clockTooFarInFuture`) beyond the drift bound; the clock is
     /// then unchanged.

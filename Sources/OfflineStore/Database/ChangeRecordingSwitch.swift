@@ -22,6 +22,12 @@ final class ChangeRecordingSwitch: @unchecked Sendable {
     /// What the change log's SQL functions read in C (see `ChangeTracker`): set while they are
     /// registered on the connection, nil again once SQLite has released them.
     var tracking: UnsafeMutablePointer<csqlite_change_tracking>?
+
+    /// Finalizes the statement the clock keeps prepared, before the connection closes (see
+    /// `csqlite_change_tracking_finalize`); the next `ostore_clock()` would prepare it again.
+    func finalizeStatements() {
+        if let tracking { csqlite_change_tracking_finalize(tracking) }
+    }
 }
 
 extension Database {

@@ -57,6 +57,7 @@ public final class Database {
         // Statements a caller still holds keep the connection alive: no hook may outlive its box.
         removeHooks()
         // Finalize our statements first so sqlite3_close_v2 can release the connection now.
+        changeRecording.finalizeStatements()
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
@@ -148,6 +149,7 @@ public final class Database {
             }
         }
         removeHooks()
+        changeRecording.finalizeStatements()
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
