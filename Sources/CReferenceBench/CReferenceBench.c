@@ -240,6 +240,27 @@ int ref_insert_todos(ref_database *db, int64_t count, const char *const *ids, co
                             bind_todo_insert, &strings);
 }
 
+int ref_insert_todos_each_committed(ref_database *db, int64_t count, const char *const *ids,
+                                    const char *const *titles) {
+    todo_strings strings = {ids, titles};
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v3(db->handle, "INSERT INTO todos (id, title, done, updatedAt) VALUES (?, ?, ?, ?)", -1,
+                                SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+    for (int64_t i = 0; rc == SQLITE_OK && i < count; i++) {
+        rc = sqlite3_exec(db->handle, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) break;
+        bind_todo_insert(stmt, i, &strings);
+        rc = sqlite3_step(stmt);
+        rc = (rc == SQLITE_DONE) ? SQLITE_OK : rc;
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+        rc = sqlite3_exec(db->handle, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK ? rc
+                                                                                                          : SQLITE_ERROR;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 int ref_update_todos(ref_database *db, int64_t count, const char *const *ids) {
     todo_strings strings = {ids, NULL};
     return run_for_each_row(db, "UPDATE todos SET updatedAt = ? WHERE id = ?", count, bind_todo_update, &strings);

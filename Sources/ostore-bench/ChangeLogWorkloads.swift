@@ -57,6 +57,7 @@ struct ChangeLogWorkloads {
             titles: titles, referenceIDs: CStringArray(ids), referenceTitles: CStringArray(titles))
 
         let insertName = "insert, tracked"
+        let insertEachName = "insert, tracked, a transaction per row"
         let foldName = "  fold the inserts' journal into the keyed log"
         let updateName = "update one column by key, tracked"
         let deleteName = "delete by key, tracked"
@@ -73,6 +74,20 @@ struct ChangeLogWorkloads {
                 reference: { reference in
                     ref_insert_todos(
                         reference, Int64(rows), setting.referenceIDs.pointers, setting.referenceTitles.pointers)
+                })
+        }
+
+        // One row per transaction: what a transaction costs besides its rows (the clock catches up
+        // with the files at each one's first tracked row), on a twentieth of the rows.
+        if options.includes(insertEachName) {
+            let count = max(1, rows / 20)
+            results += try compare(
+                insertEachName, target: nil, from: (nil, nil), setting,
+                expecting: Expected(rows: count, updated: 0, pending: count), rows: count, transactionPerRow: true,
+                ours: { db in try insertTodos(db, setting, count: count, transactionPerRow: true) },
+                reference: { reference in
+                    ref_insert_todos_each_committed(
+                        reference, Int64(count), setting.referenceIDs.pointers, setting.referenceTitles.pointers)
                 })
         }
 
@@ -126,11 +141,18 @@ struct ChangeLogWorkloads {
         return results
     }
 
-    /// The prepared insert both sides run: row `i` is (ids[i], titles[i], i % 2, 1.7e9 + i).
-    private func insertTodos(_ db: Database, _ setting: Setting) throws {
+    /// The prepared insert both sides run: row `i` is (ids[i], titles[i], i % 2, 1.7e9 + i), for
+    /// the first `count` rows (all of them by default), each in a transaction of its own with
+    /// `transactionPerRow`.
+    private func insertTodos(_ db: Database, _ setting: Setting, count: Int? = nil, transactionPerRow: Bool = false)
+        throws
+    {
         let insert = try db.cachedStatement("INSERT INTO todos (id, title, done, updatedAt) VALUES (?, ?, ?, ?)")
-        for index in 0..<rows {
-            try insert.execute(setting.ids[index], setting.titles[index], index % 2 == 1, 1.7e9 + Double(index))
+        for index in 0..<(count ?? rows) {
+            let row = {
+                try insert.execute(setting.ids[index], setting.titles[index], index % 2 == 1, 1.7e9 + Double(index))
+            }
+            if transactionPerRow { try db.transaction(.immediate) { _ in try row() } } else { try row() }
         }
     }
 
@@ -247,15 +269,20 @@ struct ChangeLogWorkloads {
     /// are outside the clock; every run's result is checked against `expected` afterwards.
     private func compare(
         _ name: String, target: Double?, from sources: (tracked: String?, plain: String?), _ setting: Setting,
-        expecting expected: Expected, ours: @escaping (Database) throws -> Void,
-        reference: @escaping (OpaquePointer?) -> Int32
+        expecting expected: Expected, rows: Int? = nil, transactionPerRow: Bool = false,
+        ours: @escaping (Database) throws -> Void, reference: @escaping (OpaquePointer?) -> Int32
     ) throws -> [ChangeLogResult] {
+        let rows = rows ?? self.rows
+        // Each side runs `ours` in one transaction, or lets it commit row by row.
+        let body: (Database) throws -> Void = { db in
+            if transactionPerRow { try ours(db) } else { try db.transaction(.immediate) { db in try ours(db) } }
+        }
         var db: Database?
         var log: ChangeLog?
         var referenceDB: OpaquePointer?
         let tracked = TimedSide(
             setUp: { (db, log) = try openStore("tracked.sqlite", copying: sources.tracked, setting) },
-            body: { try db!.transaction(.immediate) { db in try ours(db) } },
+            body: { try body(db!) },
             tearDown: {
                 let pending = try log!.pendingCount(db!)
                 try db!.close()
@@ -271,7 +298,7 @@ struct ChangeLogWorkloads {
                 db = try Database(path: setting.stores.replace("untracked.sqlite", with: sources.plain))
                 if sources.plain == nil { try db!.execute(sql: setting.tableSQL) }
             },
-            body: { try db!.transaction(.immediate) { db in try ours(db) } },
+            body: { try body(db!) },
             tearDown: {
                 try db!.close()
                 db = nil

@@ -53,6 +53,11 @@ int ref_rebuild_table(ref_database *db, const char *table, const char *new_table
 /// prepared statement in one transaction.
 int ref_insert_todos(ref_database *db, int64_t count, const char *const *ids, const char *const *titles);
 
+/// The same inserts, each in a transaction of its own (`BEGIN IMMEDIATE` … `COMMIT`), as an app
+/// that writes one row per user action does.
+int ref_insert_todos_each_committed(ref_database *db, int64_t count, const char *const *ids,
+                                    const char *const *titles);
+
 /// Sets one column, `updatedAt = 1.8e9+i`, of the todo with key ids[i], for every i < `count`: one
 /// prepared UPDATE by key per row, in one transaction.
 int ref_update_todos(ref_database *db, int64_t count, const char *const *ids);
