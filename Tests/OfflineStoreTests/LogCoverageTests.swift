@@ -38,8 +38,12 @@ struct LogCoverageTests {
         let (db, log) = try open()
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        // The shell waits for the lock: without a busy timeout its BEGIN IMMEDIATE failed at once
+        // when it came while the probe below held the lock for a moment, and it then slept without
+        // it (seen once in CI: "the sqlite3 shell ended before it was seen holding the write lock").
         shell.arguments = [
-            path, "BEGIN IMMEDIATE", "INSERT INTO remindersLists (id, name) VALUES ('other', 'process')",
+            path, ".timeout 5000", "BEGIN IMMEDIATE",
+            "INSERT INTO remindersLists (id, name) VALUES ('other', 'process')",
             ".shell sleep 1", "COMMIT",
         ]
         try shell.run()

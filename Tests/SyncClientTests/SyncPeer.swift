@@ -78,11 +78,16 @@ final class SyncPeer {
 
     /// The same device after another process used its files (a sync in a child process): the
     /// store closed while `body` runs with its database's path, then opened again as that process
-    /// left it, capturing this site's changes from where this peer stopped.
+    /// left it, at the release its files reached (the other process may be a newer app, which
+    /// upgraded them), capturing this site's changes from where this peer stopped.
     func reopened(after body: (_ path: String) throws -> Void) throws -> SyncPeer {
         try db.close()
         try body(path)
-        return try reopened(release: release, capturingAfter: capturedThrough)
+        let files = try Database(path: path)
+        let version = try Migrator(plan: RemindersMigrationPlan.self).currentVersion(files)
+        try files.close()
+        let newest = RemindersMigrationPlan.schemas.last?.versionIdentifier
+        return try reopened(release: version == newest ? nil : version ?? release, capturingAfter: capturedThrough)
     }
 
     /// Which of a store's two files the system purged.

@@ -40,6 +40,11 @@ import TestSupport
 /// and its derivations, at the cursor's save. The device then opens its files as they were left and
 /// carries on; nothing may be lost or stored twice, and `dueAt` is compared as for the older major.
 /// (The harness folds a device's journal when it reads its log, so a child never folds one.)
+///
+/// ``Scenario/killedSyncsThroughTheMajorUpgrade`` is the older major with those killed syncs: the
+/// child is the 2.0 app, so its open upgrades an older device's files, and a kill lands in the
+/// migration (its stages, the recovered lists it records for sync, the stash it applies) as
+/// often as in the sync; the device carries on at whatever release its files reached.
 struct ConvergenceRun {
     let seed: UInt64
     let directory: TemporaryDirectory
@@ -59,12 +64,19 @@ struct ConvergenceRun {
         case olderMajorRelease
         /// Devices on 2.0 whose syncs run in a child process killed at a random write.
         case killedSyncs
+        /// The older major with killed syncs, whose child process upgrades an older device.
+        case killedSyncsThroughTheMajorUpgrade
+
+        /// Whether devices start on 1.x while the dataset moves to 2.0.
+        var movesToTheNextMajor: Bool { self == .olderMajorRelease || self == .killedSyncsThroughTheMajorUpgrade }
+        /// Whether half of the syncs run in a child process killed at a random write.
+        var killsSyncs: Bool { self == .killedSyncs || self == .killedSyncsThroughTheMajorUpgrade }
     }
 
     private var olderReleases: Bool { scenario == .olderMinorReleases }
     private var purges: Bool { scenario == .purgedFiles }
-    private var olderMajor: Bool { scenario == .olderMajorRelease }
-    private var killedSyncs: Bool { scenario == .killedSyncs }
+    private var olderMajor: Bool { scenario.movesToTheNextMajor }
+    private var killedSyncs: Bool { scenario.killsSyncs }
     /// Whether 2.0 devices derive `dueAt` after every pulled page, as the app does.
     private var derives: Bool { olderMajor || killedSyncs }
 
@@ -95,6 +107,10 @@ struct ConvergenceRun {
         /// Syncs run in a child process: killed at a write, and ended by themselves.
         var killedSyncs = 0
         var childSyncsEnded = 0
+        /// Older devices whose files a child sync upgraded to 2.0 (killed or not), and child syncs
+        /// of older devices killed before their files reached 2.0.
+        var upgradedByAChild = 0
+        var killedWhileUpgrading = 0
 
         /// Adds another run's counts (its problems are reported on their own).
         mutating func add(_ other: Outcome) {
@@ -112,6 +128,8 @@ struct ConvergenceRun {
             queuedAtMajorUpgrade += other.queuedAtMajorUpgrade
             killedSyncs += other.killedSyncs
             childSyncsEnded += other.childSyncsEnded
+            upgradedByAChild += other.upgradedByAChild
+            killedWhileUpgrading += other.killedWhileUpgrading
         }
     }
 
@@ -191,6 +209,9 @@ struct ConvergenceRun {
                 outcome.syncs += 1
                 if killedSyncs && Bool.random(using: &random) {
                     let killAt = Int.random(in: 1...(2 * childWrites[index] + 10), using: &random)
+                    // The child is the 2.0 app: an older device's files are upgraded by its open.
+                    let stashed = try peer.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
+                    let queued = try peer.log.pendingCount(peer.db)
                     var ending = ChildSync.Ending.killed
                     peers[index] = try peer.reopened { path in
                         ending = try ChildSync.run(
@@ -198,8 +219,17 @@ struct ConvergenceRun {
                             batchSize: peer.engine.configuration.pushBatchSize,
                             pageSize: peer.engine.configuration.pullPageSize, killAt: killAt)
                     }
+                    if isOlder(peer) && !isOlder(peers[index]) {
+                        outcome.upgradesMidway += 1
+                        outcome.upgradedByAChild += 1
+                        outcome.stashedAtUpgrade += stashed
+                        outcome.queuedAtMajorUpgrade += queued
+                    }
                     switch ending {
-                    case .killed: outcome.killedSyncs += 1
+                    case .killed:
+                        outcome.killedSyncs += 1
+                        // An older device's child opens by migrating: killed before its last stage committed.
+                        if isOlder(peers[index]) { outcome.killedWhileUpgrading += 1 }
                     case .ended(let writes, let synced):
                         outcome.childSyncsEnded += 1
                         childWrites[index] = max(writes, 10)

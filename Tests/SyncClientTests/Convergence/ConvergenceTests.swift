@@ -51,6 +51,12 @@ struct ConvergenceTests {
         try runSeeds(.killedSyncs, replayFilter: "devicesWhoseSyncsAreKilled")
     }
 
+    /// The two above together: older devices' syncs run half of the time as the 2.0 app in a child
+    /// process killed at a random write, whose open upgrades them, so kills land in the migration.
+    @Test func majorUpgradesInKilledSyncsConvergeOnceTheDevicesCarryOn() throws {
+        try runSeeds(.killedSyncsThroughTheMajorUpgrade, replayFilter: "majorUpgradesInKilledSyncs")
+    }
+
     /// Runs every seed of `scenario`; a failure names the filter that replays it.
     private func runSeeds(_ scenario: ConvergenceRun.Scenario, replayFilter test: String) throws {
         let directory = try TemporaryDirectory()
@@ -91,15 +97,20 @@ struct ConvergenceTests {
                 "; \(totals.databasesPurged) databases and \(totals.metadatabasesPurged) metadatabases purged, "
                 + "\(totals.deletesQueuedAtPurge) queued deletes kept through database purges"
         }
-        if scenario == .olderMajorRelease {
+        if scenario.movesToTheNextMajor {
             summary +=
                 "; devices on releases 1.0, 1.1 and 2.0, the older refused \(totals.refusedForUpgrade) times, upgraded "
                 + "\(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, with "
                 + "\(totals.queuedAtMajorUpgrade) changes queued and \(totals.stashedAtUpgrade) stashed"
         }
-        if scenario == .killedSyncs {
+        if scenario.killsSyncs {
             summary +=
                 "; \(totals.killedSyncs) syncs killed at a random write, \(totals.childSyncsEnded) child syncs ended first"
+            if scenario.movesToTheNextMajor {
+                summary +=
+                    ", \(totals.upgradedByAChild) devices upgraded by a child, "
+                    + "\(totals.killedWhileUpgrading) children killed before the upgrade committed"
+            }
         }
         print(summary)
         // The faults really happened: the run is not a quiet-network test.
@@ -114,8 +125,11 @@ struct ConvergenceTests {
         if scenario == .purgedFiles && Self.seeds.count >= 5 {
             #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
         }
-        if scenario == .killedSyncs && Self.seeds.count >= 5 {
+        if scenario.killsSyncs && Self.seeds.count >= 5 {
             #expect(totals.killedSyncs > 0 && totals.childSyncsEnded > 0)
+        }
+        if scenario == .killedSyncsThroughTheMajorUpgrade && Self.seeds.count >= 5 {
+            #expect(totals.upgradedByAChild > 0 && totals.killedWhileUpgrading > 0)
         }
         // Devices were refused as too old and upgraded with changes queued.
         if scenario == .olderMajorRelease && Self.seeds.count >= 5 {
