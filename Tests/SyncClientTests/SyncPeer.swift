@@ -31,6 +31,7 @@ final class SyncPeer {
     private var capturedThrough: Int64 = 0
     /// Where the store's database is.
     private let path: String
+    var databasePath: String { path }
     /// Opens the store again, as a new peer with this one's settings, migrated to a release.
     private let reopen: (Schema.Version?) throws -> SyncPeer
 

@@ -3,7 +3,8 @@ import TestSupport
 
 /// One sync of a device's files in a child process (`ostore-crash-syncer`), which kills itself
 /// with SIGKILL at its `killAt`th write on the store's connection unless the sync ends first.
-enum ChildSync {
+/// Started, it runs beside whatever the test does next until ``finish()``.
+final class ChildSync {
     enum Ending {
         /// Killed at the chosen write.
         case killed
@@ -11,21 +12,29 @@ enum ChildSync {
         case ended(writes: Int, synced: Bool)
     }
 
-    static func run(
+    private let database: String
+    private let process = Process()
+    private let output = Pipe()
+    private let errors = Pipe()
+
+    /// Starts the child on the store at `database`.
+    init(
         database: String, server: URL, dataset: String, token: String, batchSize: Int, pageSize: Int, killAt: Int
-    ) throws -> Ending {
-        let process = Process()
+    ) throws {
+        self.database = database
         process.executableURL = try builtProduct("ostore-crash-syncer")
         process.arguments = [
             "--db", database, "--server", server.absoluteString, "--dataset", dataset, "--batch", "\(batchSize)",
             "--page", "\(pageSize)", "--kill-at", "\(killAt)",
         ]
         process.environment = ["OSTORE_TOKEN": token]
-        let output = Pipe()
-        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
+    }
+
+    /// Waits for the child to end, and says how.
+    func finish() throws -> Ending {
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
@@ -38,5 +47,15 @@ enum ChildSync {
                 "the child sync of \(database) ended with status \(process.terminationStatus): \(printed)\(complaint)")
         }
         return .ended(writes: writes, synced: process.terminationStatus == 0)
+    }
+
+    /// Runs a child sync to its end.
+    static func run(
+        database: String, server: URL, dataset: String, token: String, batchSize: Int, pageSize: Int, killAt: Int
+    ) throws -> Ending {
+        try ChildSync(
+            database: database, server: server, dataset: dataset, token: token, batchSize: batchSize,
+            pageSize: pageSize, killAt: killAt
+        ).finish()
     }
 }

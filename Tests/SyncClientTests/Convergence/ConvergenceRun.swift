@@ -41,6 +41,12 @@ import TestSupport
 /// carries on; nothing may be lost or stored twice, and `dueAt` is compared as for the older major.
 /// (The harness folds a device's journal when it reads its log, so a child never folds one.)
 ///
+/// In ``Scenario/syncsBesideTheApp``, every device is on 2.0 and a sync step of a device starts a
+/// child sync of its files half of the time (killed at a random write half of those times) and
+/// goes on without waiting: the app keeps its store open and writes, and may sync too, while the
+/// child pushes, pulls and applies, as an app does beside its daemon. The device's next such step
+/// waits for the child.
+///
 /// ``Scenario/killedSyncsThroughTheMajorUpgrade`` is the older major with those killed syncs: the
 /// child is the 2.0 app, so its open upgrades an older device's files, and a kill lands in the
 /// migration (its stages, the recovered lists it records for sync, the stash it applies) as
@@ -66,6 +72,8 @@ struct ConvergenceRun {
         case killedSyncs
         /// The older major with killed syncs, whose child process upgrades an older device.
         case killedSyncsThroughTheMajorUpgrade
+        /// Devices on 2.0 whose syncs run in a child process beside the app's own writes.
+        case syncsBesideTheApp
 
         /// Whether devices start on 1.x while the dataset moves to 2.0.
         var movesToTheNextMajor: Bool { self == .olderMajorRelease || self == .killedSyncsThroughTheMajorUpgrade }
@@ -78,7 +86,9 @@ struct ConvergenceRun {
     private var olderMajor: Bool { scenario.movesToTheNextMajor }
     private var killedSyncs: Bool { scenario.killsSyncs }
     /// Whether 2.0 devices derive `dueAt` after every pulled page, as the app does.
-    private var derives: Bool { olderMajor || killedSyncs }
+    private var besideTheApp: Bool { scenario == .syncsBesideTheApp }
+    /// Whether 2.0 devices derive `dueAt` after every pulled page, as the app does.
+    private var derives: Bool { olderMajor || killedSyncs || besideTheApp }
 
     static let releaseOnePointZero: Schema.Version = "1.0.0"
     static let releaseOnePointOne: Schema.Version = "1.1.0"
@@ -111,6 +121,10 @@ struct ConvergenceRun {
         /// of older devices killed before their files reached 2.0.
         var upgradedByAChild = 0
         var killedWhileUpgrading = 0
+        /// Child syncs started beside the app's own work on the same files, and the app's operations
+        /// on a device while its child sync was running (or had ended, not yet waited for).
+        var childSyncsBesideTheApp = 0
+        var operationsBesideAChild = 0
 
         /// Adds another run's counts (its problems are reported on their own).
         mutating func add(_ other: Outcome) {
@@ -130,6 +144,8 @@ struct ConvergenceRun {
             childSyncsEnded += other.childSyncsEnded
             upgradedByAChild += other.upgradedByAChild
             killedWhileUpgrading += other.killedWhileUpgrading
+            childSyncsBesideTheApp += other.childSyncsBesideTheApp
+            operationsBesideAChild += other.operationsBesideAChild
         }
     }
 
@@ -179,6 +195,19 @@ struct ConvergenceRun {
         var workload = Workload(dueDatesOnEveryRelease: derives)
         // A child's writes in its last whole sync, per device: kills land anywhere up to twice that.
         var childWrites = peers.map { _ in 40 }
+        // The child sync running beside each device's app, if any.
+        var running: [ChildSync?] = peers.map { _ in nil }
+        func finishChild(_ index: Int) throws {
+            guard let child = running[index] else { return }
+            running[index] = nil
+            switch try child.finish() {
+            case .killed: outcome.killedSyncs += 1
+            case .ended(let writes, let synced):
+                outcome.childSyncsEnded += 1
+                childWrites[index] = max(writes, 10)
+                if !synced { outcome.failedSyncs += 1 }
+            }
+        }
         var events: [ModelEvent] = []
         var queuedDeletes: [QueuedDelete] = []
         for _ in 0..<Int.random(in: 50...90, using: &random) {
@@ -207,6 +236,22 @@ struct ConvergenceRun {
             let peer = peers[index]
             if Double.random(in: 0..<1, using: &random) < 0.3 {
                 outcome.syncs += 1
+                if besideTheApp && Bool.random(using: &random) {
+                    if running[index] != nil {
+                        try finishChild(index)
+                    } else {
+                        let killAt =
+                            Bool.random(using: &random)
+                            ? Int.random(in: 1...(2 * childWrites[index] + 10), using: &random) : Int.max
+                        running[index] = try ChildSync(
+                            database: peer.databasePath, server: proxy.baseURL, dataset: dataset, token: token,
+                            batchSize: peer.engine.configuration.pushBatchSize,
+                            pageSize: peer.engine.configuration.pullPageSize, killAt: killAt)
+                        outcome.childSyncsBesideTheApp += 1
+                    }
+                    events += try peer.capture()
+                    continue
+                }
                 if killedSyncs && Bool.random(using: &random) {
                     let killAt = Int.random(in: 1...(2 * childWrites[index] + 10), using: &random)
                     // The child is the 2.0 app: an older device's files are upgraded by its open.
@@ -250,12 +295,23 @@ struct ConvergenceRun {
                     outcome.failedSyncs += 1
                 }
             } else {
-                try workload.randomOperation(on: peer, using: &random)
+                if besideTheApp {
+                    // A child may be applying on the same files: the operation reads the rows it
+                    // writes against (a list to add to) in the transaction that writes, as an app does.
+                    try peer.db.transaction(.immediate) { _ in try workload.randomOperation(on: peer, using: &random) }
+                } else {
+                    try workload.randomOperation(on: peer, using: &random)
+                }
                 outcome.operations += 1
+                if running[index] != nil { outcome.operationsBesideAChild += 1 }
             }
             events += try peer.capture()
         }
 
+        for index in peers.indices where running[index] != nil {
+            try finishChild(index)
+            events += try peers[index].capture()
+        }
         for index in peers.indices where isOlder(peers[index]) {
             try upgrade(index)
             outcome.upgradesAtEnd += 1

@@ -57,6 +57,12 @@ struct ConvergenceTests {
         try runSeeds(.killedSyncsThroughTheMajorUpgrade, replayFilter: "majorUpgradesInKilledSyncs")
     }
 
+    /// Syncs in a child process beside the app, which keeps its store open and goes on writing (and
+    /// syncing): the app and its daemon. Half of those children are killed at a random write.
+    @Test func syncsBesideTheAppConvergeToTheMergeModel() throws {
+        try runSeeds(.syncsBesideTheApp, replayFilter: "syncsBesideTheApp")
+    }
+
     /// Runs every seed of `scenario`; a failure names the filter that replays it.
     private func runSeeds(_ scenario: ConvergenceRun.Scenario, replayFilter test: String) throws {
         let directory = try TemporaryDirectory()
@@ -103,6 +109,12 @@ struct ConvergenceTests {
                 + "\(totals.upgradesMidway) times midway and \(totals.upgradesAtEnd) at the end, with "
                 + "\(totals.queuedAtMajorUpgrade) changes queued and \(totals.stashedAtUpgrade) stashed"
         }
+        if scenario == .syncsBesideTheApp {
+            summary +=
+                "; \(totals.childSyncsBesideTheApp) child syncs beside the app, \(totals.killedSyncs) of them killed at "
+                + "a random write, \(totals.childSyncsEnded) ended by themselves; \(totals.operationsBesideAChild) "
+                + "operations of the app while its child was started"
+        }
         if scenario.killsSyncs {
             summary +=
                 "; \(totals.killedSyncs) syncs killed at a random write, \(totals.childSyncsEnded) child syncs ended first"
@@ -125,7 +137,7 @@ struct ConvergenceTests {
         if scenario == .purgedFiles && Self.seeds.count >= 5 {
             #expect(totals.databasesPurged > 0 && totals.metadatabasesPurged > 0)
         }
-        if scenario.killsSyncs && Self.seeds.count >= 5 {
+        if (scenario.killsSyncs || scenario == .syncsBesideTheApp) && Self.seeds.count >= 5 {
             #expect(totals.killedSyncs > 0 && totals.childSyncsEnded > 0)
         }
         if scenario == .killedSyncsThroughTheMajorUpgrade && Self.seeds.count >= 5 {
