@@ -4,12 +4,12 @@ import RemindersModel
 import SyncClient
 import Synchronization
 
-// ostore-crash-syncer: the child process of the randomised convergence test's killed syncs. It
+// ostore-crash-syncer: the child process of the randomised convergence tests' child syncs. It
 // opens a Reminders store as the 2.0 app does (upgrading one an older release wrote), syncs it
-// once as the app does (with its derivations after every pulled page), and kills itself with SIGKILL at its `--kill-at`th write: a row written, or a
-// transaction about to commit, on the store's connection. A sync that ends first prints
-// "synced WRITES" and exits 0; one that fails prints "failed WRITES: ERROR" and exits 3. Not a
-// user tool.
+// once as the app does (with its derivations after every pulled page), and kills itself with
+// SIGKILL at its `--kill-at`th write: a row written, or a transaction about to commit, on the
+// store's connection. A sync that ends first prints "synced WRITES" and exits 0; one that fails
+// prints "failed WRITES: ERROR" and exits 3. Not a user tool.
 //
 // usage: ostore-crash-syncer --db PATH --server URL --dataset NAME --batch N --page N --kill-at N
 //        (the token in OSTORE_TOKEN)

@@ -30,8 +30,7 @@ final class SyncPeer {
     /// The log's sequence number up to which this site's entries were read into the model.
     private var capturedThrough: Int64 = 0
     /// Where the store's database is.
-    private let path: String
-    var databasePath: String { path }
+    let databasePath: String
     /// Opens the store again, as a new peer with this one's settings, migrated to a release.
     private let reopen: (Schema.Version?) throws -> SyncPeer
 
@@ -44,7 +43,7 @@ final class SyncPeer {
     ) throws {
         self.name = name
         self.release = release
-        self.path = path
+        databasePath = path
         reopen = { release in
             try SyncPeer(
                 name: name, path: path, server: server, dataset: dataset, token: token, transport: transport,
@@ -78,13 +77,13 @@ final class SyncPeer {
     }
 
     /// The same device after another process used its files (a sync in a child process): the
-    /// store closed while `body` runs with its database's path, then opened again as that process
+    /// store closed while `body` runs (on ``databasePath``), then opened again as that process
     /// left it, at the release its files reached (the other process may be a newer app, which
     /// upgraded them), capturing this site's changes from where this peer stopped.
-    func reopened(after body: (_ path: String) throws -> Void) throws -> SyncPeer {
+    func reopened(after body: () throws -> Void) throws -> SyncPeer {
         try db.close()
-        try body(path)
-        let files = try Database(path: path)
+        try body()
+        let files = try Database(path: databasePath)
         let version = try Migrator(plan: RemindersMigrationPlan.self).currentVersion(files)
         try files.close()
         let newest = RemindersMigrationPlan.schemas.last?.versionIdentifier
@@ -102,7 +101,7 @@ final class SyncPeer {
     /// metadatabase has a new log, captured from its start.
     func purged(_ file: PurgedFile) throws -> SyncPeer {
         try db.close()
-        let purgedPath = file == .database ? path : Metadatabase.path(forDatabaseAt: path)
+        let purgedPath = file == .database ? databasePath : Metadatabase.path(forDatabaseAt: databasePath)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: purgedPath + suffix) {
             try FileManager.default.removeItem(atPath: purgedPath + suffix)
         }

@@ -29,7 +29,7 @@ public struct ChangeLog: Sendable {
         guard let version = try migrator.currentVersion(db), let schema = migrator.declaredSchema(version) else {
             throw ChangeLogError(.metadatabase, "the database has no schema version after migrating")
         }
-        let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
+        let clock = try ClockRegistry.clock(for: db)
         try ChangeTracker.install(on: db, schema: schema, clock: clock)
         let log = ChangeLog(identity: identity, clock: clock, schema: schema)
         try log.reconcileCoverage(db)
@@ -178,17 +178,20 @@ enum ClockRegistry {
             """
     }()
 
+    /// The newest clock the store's files hold (``newestSQL``).
+    private static func newest(_ db: Database) throws -> HybridTimestamp {
+        try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) ?? .zero
+    }
+
     /// Moves `clock` past the newest clock the store's files hold, which another process may have
     /// written; call it inside the transaction that will issue clocks.
     static func catchUp(_ clock: HybridLogicalClock, _ db: Database) throws {
-        if let newest = try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) {
-            clock.catchUp(to: newest)
-        }
+        clock.catchUp(to: try newest(db))
     }
 
-    static func clock(for db: Database, persisted: HybridTimestamp) throws -> HybridLogicalClock {
-        let stored = try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:))
-        let last = max(persisted, stored ?? .zero)
+    /// The store's clock in this process, past the newest clock its files hold.
+    static func clock(for db: Database) throws -> HybridLogicalClock {
+        let last = try newest(db)
         let path = Metadatabase.path(forDatabaseAt: db.path)
         return lock.withLock {
             if let clock = clocks[path] {
@@ -222,7 +225,7 @@ extension ChangeLog {
             tables[index].sync = tracked.contains(tables[index].name.lowercased()) ? .synced : .localOnly
         }
         let schema = SchemaSnapshot(liveTables: tables)
-        let clock = try ClockRegistry.clock(for: db, persisted: identity.lastClock)
+        let clock = try ClockRegistry.clock(for: db)
         return ChangeLog(identity: identity, clock: clock, schema: schema)
     }
 }

@@ -237,8 +237,9 @@ extension ChangeLog {
     /// a column as updated, if its row is still there. The stages ran before this open installed
     /// the triggers, so their writes were not recorded otherwise.
     private func recordStageChanges(_ db: Database) throws -> Int {
-        guard try Self.stageChangesWaiting(db) > 0 else { return 0 }
+        guard try db.tableExists(LogCoverage.stageChangesTable) else { return 0 }
         let rows = try db.fetchAll("SELECT tableName, pk, columnName FROM main.ostore_stage_changes")
+        guard !rows.isEmpty else { return 0 }
         var recorded = 0
         for row in rows {
             let key: DatabaseValue = try row.decode(at: 1)

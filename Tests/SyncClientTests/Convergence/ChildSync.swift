@@ -48,14 +48,4 @@ final class ChildSync {
         }
         return .ended(writes: writes, synced: process.terminationStatus == 0)
     }
-
-    /// Runs a child sync to its end.
-    static func run(
-        database: String, server: URL, dataset: String, token: String, batchSize: Int, pageSize: Int, killAt: Int
-    ) throws -> Ending {
-        try ChildSync(
-            database: database, server: server, dataset: dataset, token: token, batchSize: batchSize,
-            pageSize: pageSize, killAt: killAt
-        ).finish()
-    }
 }

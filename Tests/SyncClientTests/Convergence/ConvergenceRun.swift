@@ -197,16 +197,27 @@ struct ConvergenceRun {
         var childWrites = peers.map { _ in 40 }
         // The child sync running beside each device's app, if any.
         var running: [ChildSync?] = peers.map { _ in nil }
-        func finishChild(_ index: Int) throws {
-            guard let child = running[index] else { return }
-            running[index] = nil
-            switch try child.finish() {
+        /// A child sync of `peer`'s files, killed at its `killAt`th write.
+        func childSync(of peer: SyncPeer, killAt: Int) throws -> ChildSync {
+            try ChildSync(
+                database: peer.databasePath, server: proxy.baseURL, dataset: dataset, token: token,
+                batchSize: peer.engine.configuration.pushBatchSize, pageSize: peer.engine.configuration.pullPageSize,
+                killAt: killAt)
+        }
+        /// Counts how device `index`'s child sync ended.
+        func count(_ ending: ChildSync.Ending, of index: Int) {
+            switch ending {
             case .killed: outcome.killedSyncs += 1
             case .ended(let writes, let synced):
                 outcome.childSyncsEnded += 1
                 childWrites[index] = max(writes, 10)
                 if !synced { outcome.failedSyncs += 1 }
             }
+        }
+        func finishChild(_ index: Int) throws {
+            guard let child = running[index] else { return }
+            running[index] = nil
+            count(try child.finish(), of: index)
         }
         var events: [ModelEvent] = []
         var queuedDeletes: [QueuedDelete] = []
@@ -243,10 +254,7 @@ struct ConvergenceRun {
                         let killAt =
                             Bool.random(using: &random)
                             ? Int.random(in: 1...(2 * childWrites[index] + 10), using: &random) : Int.max
-                        running[index] = try ChildSync(
-                            database: peer.databasePath, server: proxy.baseURL, dataset: dataset, token: token,
-                            batchSize: peer.engine.configuration.pushBatchSize,
-                            pageSize: peer.engine.configuration.pullPageSize, killAt: killAt)
+                        running[index] = try childSync(of: peer, killAt: killAt)
                         outcome.childSyncsBesideTheApp += 1
                     }
                     events += try peer.capture()
@@ -258,28 +266,16 @@ struct ConvergenceRun {
                     let stashed = try peer.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
                     let queued = try peer.log.pendingCount(peer.db)
                     var ending = ChildSync.Ending.killed
-                    peers[index] = try peer.reopened { path in
-                        ending = try ChildSync.run(
-                            database: path, server: proxy.baseURL, dataset: dataset, token: token,
-                            batchSize: peer.engine.configuration.pushBatchSize,
-                            pageSize: peer.engine.configuration.pullPageSize, killAt: killAt)
-                    }
+                    peers[index] = try peer.reopened { ending = try childSync(of: peer, killAt: killAt).finish() }
                     if isOlder(peer) && !isOlder(peers[index]) {
                         outcome.upgradesMidway += 1
                         outcome.upgradedByAChild += 1
                         outcome.stashedAtUpgrade += stashed
                         outcome.queuedAtMajorUpgrade += queued
                     }
-                    switch ending {
-                    case .killed:
-                        outcome.killedSyncs += 1
-                        // An older device's child opens by migrating: killed before its last stage committed.
-                        if isOlder(peers[index]) { outcome.killedWhileUpgrading += 1 }
-                    case .ended(let writes, let synced):
-                        outcome.childSyncsEnded += 1
-                        childWrites[index] = max(writes, 10)
-                        if !synced { outcome.failedSyncs += 1 }
-                    }
+                    count(ending, of: index)
+                    // An older device's child opens by migrating: killed before its last stage committed.
+                    if case .killed = ending, isOlder(peers[index]) { outcome.killedWhileUpgrading += 1 }
                     events += try peers[index].capture()
                     continue
                 }
