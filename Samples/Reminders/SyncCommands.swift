@@ -42,6 +42,11 @@ enum SyncCommands {
             if report.requeued > 0 {
                 text += "\nnote: the server had lost \(report.requeued) of this device's changes; they were sent again"
             }
+            if report.restamped > 0 {
+                text +=
+                    "\nnote: \(report.restamped) changes written while this machine's clock ran ahead were stamped "
+                    + "again and sent"
+            }
             if report.redownloaded {
                 text +=
                     "\nnote: the server could not resume from where this device left off; "

@@ -9,7 +9,8 @@ import SyncServer
 enum ServeCommand: Command {
     static let name = "serve"
     static let synopsis =
-        "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N]"
+        "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N] "
+        + "[--max-clock-drift S]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
     static let options =
@@ -20,6 +21,9 @@ enum ServeCommand: Command {
             CommandOption(name: "--tls-key", valueName: "FILE", help: "the certificate's unencrypted PEM private key"),
             CommandOption(name: "--threads", valueName: "N", help: "worker threads (default 4)"),
             CommandOption(name: "--max-body-bytes", valueName: "N", help: "largest request body (default 8388608)"),
+            CommandOption(
+                name: "--max-clock-drift", valueName: "S",
+                help: "how many seconds a change's clock may be ahead of the server's (default 300)"),
         ]
     static let details = """
         On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
@@ -48,9 +52,12 @@ enum ServeCommand: Command {
         }
         guard let port = UInt16(arguments.values["--port"] ?? "8080"),
             let threads = Int(arguments.values["--threads"] ?? "4"), (1...64).contains(threads),
-            let maxBody = Int(arguments.values["--max-body-bytes"] ?? "8388608"), maxBody >= 1024
+            let maxBody = Int(arguments.values["--max-body-bytes"] ?? "8388608"), maxBody >= 1024,
+            let maxDrift = Int64(arguments.values["--max-clock-drift"] ?? "300"), (0...86_400).contains(maxDrift)
         else {
-            Console.error("ostore-server serve: --port, --threads (1-64) and --max-body-bytes (≥ 1024) take numbers")
+            Console.error(
+                "ostore-server serve: --port, --threads (1-64), --max-body-bytes (≥ 1024) and --max-clock-drift "
+                    + "(0-86400 seconds) take numbers")
             return .failure
         }
         let certificate = arguments.values["--tls-cert"]
@@ -97,6 +104,7 @@ enum ServeCommand: Command {
         }
         var limits = Limits.standard
         limits.maxBodyBytes = maxBody
+        limits.maxClockDriftMilliseconds = maxDrift * 1000
         let service = SyncService(storage: storage, limits: limits)
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,

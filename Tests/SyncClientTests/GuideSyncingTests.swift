@@ -174,10 +174,15 @@ private final class Device {
     }
 
     @Test func aChangeTheServerRefusesIsKeptAndTheRestIsPushed() throws {
-        let device = try Device(directory.path("device.sqlite"), server: server, token: token)
+        // A server that takes clocks at most 10 s ahead of its own.
+        let strict = try LiveServer(
+            dataDirectory: directory.url.appendingPathComponent("strict"), arguments: ["--max-clock-drift", "10"])
+        let device = try Device(
+            directory.path("device.sqlite"), server: strict, token: try makeDataset(strict, "notes"))
         try device.db.execute("INSERT INTO notes (id, title) VALUES ('a', 'One'), ('b', 'Two'), ('c', 'Three')")
-        // A clock a day ahead, as a device with a wrong wall clock writes it.
-        let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        // A clock two minutes ahead: the device takes it for a right one (within its own 5
+        // minutes), the server refuses it.
+        let future = (Int64(Date().timeIntervalSince1970 * 1000) + 120_000) << 16
         try device.log.foldJournal(device.db)
         try device.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'b' AND columnName = ''")

@@ -44,8 +44,12 @@ struct InProcessDataset {
     let token: String
     let transport: InProcessTransport
 
-    init(in directory: TemporaryDirectory, limits: Limits = .standard, pushOrderWait: Duration = .seconds(2)) throws {
-        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("server")))
+    /// - Parameter name: the server's directory in `directory`, one per server of a test.
+    init(
+        in directory: TemporaryDirectory, named name: String = "server", limits: Limits = .standard,
+        pushOrderWait: Duration = .seconds(2)
+    ) throws {
+        storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path(name)))
         try storage.createDataset(named: "family")
         token = try storage.createToken(dataset: "family", readOnly: false).secret
         transport = InProcessTransport(

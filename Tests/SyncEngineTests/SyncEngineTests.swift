@@ -169,14 +169,18 @@ struct SyncEngineTests {
     }
 
     @Test func aChangeTheServerRefusesIsKeptWithItsReasonAndTheRestGoesThrough() throws {
-        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        // A server that takes clocks at most 10 s ahead of its own.
+        var strict = Limits.standard
+        strict.maxClockDriftMilliseconds = 10_000
+        let dataset = try InProcessDataset(in: directory, named: "strict", limits: strict)
+        let alice = try Device(directory, "alice.sqlite", transport: dataset.transport, token: dataset.token)
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'One')")
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Two')")
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")
-        // A clock far in the future, as a device with a wrong wall clock would write. Written after
-        // the last insert: a later write would start from it (the clock catches up with the newest
-        // the files hold, as after a restart), and be refused too.
-        let future = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        // A clock two minutes ahead: within what the device itself takes for a right clock (5
+        // minutes), beyond the server's limit. Written after the last insert: a later write would
+        // start from it (the clock catches up with the newest the files hold), and be refused too.
+        let future = (Int64(Date().timeIntervalSince1970 * 1000) + 120_000) << 16
         try alice.log.foldJournal(alice.db)
         try alice.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'B' AND columnName = ''")
@@ -186,6 +190,44 @@ struct SyncEngineTests {
         #expect(rejected.map(\.code) == ["clock_out_of_range"])
         #expect(rejected.first?.change.contains(#""B""#) == true)
         #expect(try alice.log.pendingCount(alice.db) == 0)
+    }
+
+    /// A device whose wall clock ran a day ahead, then was put right: what it wrote meanwhile, and
+    /// everything it wrote after (its clock never goes back), was refused by the server for good.
+    @Test func changesStampedWhileTheClockRanAheadReachTheOtherDevices() throws {
+        let alice = try Device(directory, "alice.sqlite", transport: transport, token: token)
+        let bob = try Device(directory, "bob.sqlite", transport: transport, token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'One')")
+        try alice.log.foldJournal(alice.db)
+        let aheadFrom =
+            try #require(
+                try alice.db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes")) + 1
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'Two')")
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('C', 'Three')")
+        try alice.log.foldJournal(alice.db)
+        // The clock a day ahead from the second insert on, as it stamped them.
+        let aDayAhead = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        try alice.db.execute(
+            "UPDATE ostore_meta.ostore_changes SET clock = \(aDayAhead) + seq WHERE seq >= \(aheadFrom)")
+        let stampedAhead = try #require(
+            try alice.db.fetchValue(
+                Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE seq >= \(aheadFrom)"))
+
+        let report = try alice.engine.sync()
+        #expect(report.restamped == stampedAhead && report.rejected == 0)
+        #expect(try alice.log.rejectedChanges(alice.db).isEmpty && alice.log.pendingCount(alice.db) == 0)
+        try bob.engine.sync()
+        #expect(
+            try bob.db.fetchAll(String.self, "SELECT name FROM remindersLists ORDER BY id") == ["One", "Two", "Three"])
+
+        // Alice's next edit is stamped within reach too, and wins over Bob's older one.
+        try bob.db.execute("UPDATE remindersLists SET name = 'Bob' WHERE id = 'C'")
+        try bob.engine.sync()
+        try alice.db.execute("UPDATE remindersLists SET name = 'Alice' WHERE id = 'C'")
+        #expect(try alice.engine.sync().rejected == 0)
+        try bob.engine.sync()
+        #expect(try bob.db.fetchValue(String.self, "SELECT name FROM remindersLists WHERE id = 'C'") == "Alice")
+        #expect(try alice.db.fetchValue(String.self, "SELECT name FROM remindersLists WHERE id = 'C'") == "Alice")
     }
 
     @Test func aPurgedDatabaseIsDownloadedAgain() throws {

@@ -33,6 +33,7 @@ public struct ChangeLog: Sendable {
         try ChangeTracker.install(on: db, schema: schema, clock: clock)
         let log = ChangeLog(identity: identity, clock: clock, schema: schema)
         try log.reconcileCoverage(db)
+        if try log.clockRanAhead(db) { try log.restampClocksAhead(db) }
         // A migration may have added the tables and columns stashed changes were waiting for.
         _ = try log.applyStash(db)
         return log
@@ -179,7 +180,7 @@ enum ClockRegistry {
     }()
 
     /// The newest clock the store's files hold (``newestSQL``).
-    private static func newest(_ db: Database) throws -> HybridTimestamp {
+    static func newest(_ db: Database) throws -> HybridTimestamp {
         try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) ?? .zero
     }
 

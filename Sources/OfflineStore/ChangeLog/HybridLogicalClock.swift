@@ -58,12 +58,32 @@ public final class HybridLogicalClock: Sendable {
         }
     }
 
-    /// Moves the clock past `persisted`, a reading this store's files hold (another process of the
-    /// same store issued or received it): no drift bound, as it was checked when it came in.
+    /// The latest clock reading this machine can have issued with a right wall clock, or accepted
+    /// from another site: its wall clock now plus ``maximumDrift``. A local change stamped beyond
+    /// it was stamped while the wall clock ran ahead (see ``ChangeLog/restampClocksAhead(_:)``).
+    public var driftBound: HybridTimestamp {
+        let wall = min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds)
+        let bound = min(wall + Int64(maximumDrift.components.seconds) * 1000, HybridTimestamp.maximumMilliseconds)
+        return HybridTimestamp(milliseconds: bound, counter: HybridTimestamp.maximumCounter)
+    }
+
+    /// Moves the clock past `persisted`, the newest reading this store's files hold (another
+    /// process of the same store issued or received it): no drift bound, as it was checked when it
+    /// came in. One exception: a clock of this process beyond ``driftBound`` while the files'
+    /// newest is not: this process issued it while the machine's wall clock ran ahead, and
+    /// ``ChangeLog/restampClocksAhead(_:)`` has since re-stamped what the files held of that time,
+    /// so the clock goes back to the files' newest instead of stamping the next write out of reach.
     func catchUp(to persisted: HybridTimestamp) {
+        let bound = driftBound
         state.withLock { last in
-            if persisted > last { last = persisted }
+            if persisted > last || (last > bound && persisted <= bound) { last = persisted }
         }
+    }
+
+    /// Sets the clock back to `reading`: only for ``ChangeLog/restampClocksAhead(_:)``, which
+    /// re-stamps every stored reading after it in the same transaction.
+    func reset(to reading: HybridTimestamp) {
+        state.withLock { last in last = reading }
     }
 
     /// Takes a clock from another site into account, so later local readings order after it.

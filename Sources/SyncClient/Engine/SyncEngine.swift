@@ -206,6 +206,15 @@ public final class SyncEngine {
                 var next = try store {
                     try log.pendingChanges(db, after: readAfter, limit: batchSize) { $0 }
                 }
+                // Stamped while this machine's clock ran ahead: the server would refuse it, and
+                // every change written after it carries a clock as far ahead. Re-stamped and moved
+                // to the end of the queue (after the batches in flight), then read again.
+                let bound = log.clock.driftBound
+                if next.contains(where: { $0.clock > bound }) {
+                    let restamped = try store { try log.restampClocksAhead(db) }
+                    report.restamped += restamped
+                    if restamped > 0 { continue }
+                }
                 // Encoded before waiting for a batch in flight, so this work too is done while
                 // the server stores that one. A batch of wide rows is halved until the server's
                 // body limit takes it (one change still too large is kept as refused, below).

@@ -23,6 +23,9 @@ public struct SyncReport: Sendable, Hashable {
     /// Local changes queued again because the server had lost them after acknowledging them
     /// (restored from a backup); this sync pushed them again.
     public var requeued = 0
+    /// Local changes stamped while this machine's clock ran ahead, which the server would have
+    /// refused: stamped again and pushed by this sync (``ChangeLog/restampClocksAhead(_:)``).
+    public var restamped = 0
     public var verdict: Verdict?
     public var protocolVersion: Int?
     public var datasetSchemaVersion: SchemaVersion?
