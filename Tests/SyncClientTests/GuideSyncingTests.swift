@@ -216,7 +216,6 @@ private final class Device {
                 (try? storage.datasets().first?.schemaVersion) != nil
                     && (try? Database(path: path).fetchValue(Int.self, "SELECT count(*) FROM notes")) == 0
             })
-        usleep(300_000)  // the daemon has read its data version after that sync
         let writer = try Device(path, server: server, token: token)
         try writer.db.execute("INSERT INTO notes (id, title) VALUES ('d', 'From the daemon')")
         let reader = try Device(directory.path("reader.sqlite"), server: server, token: token)

@@ -53,4 +53,61 @@ struct ProcessesSharingAStoreTests {
                 "\(peer.name)")
         }
     }
+
+    /// Alice's clock ran a day ahead while she kept writing in the app; then it was put right. The
+    /// server refuses clocks that far ahead, and her clock never goes back: without a repair, none
+    /// of her edits would ever leave the device. Her daemon, a process of its own, re-stamps and
+    /// pushes them; the app, open all along with its clock still a day ahead, follows the files
+    /// back, so its next edit goes out as it is.
+    @Test func editsMadeWhileTheClockRanAheadLeaveTheDeviceThroughTheDaemon() throws {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+        let token = try makeDataset(server, "reminders")
+        let alicePath = directory.path("alice.sqlite")
+        let alice = try SyncPeer(
+            name: "alice", path: alicePath, server: server.baseURL, dataset: "reminders", token: token)
+        let carol = try SyncPeer(
+            name: "carol", path: directory.path("carol.sqlite"), server: server.baseURL, dataset: "reminders",
+            token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'milk', 'L')")
+        _ = try alice.engine.sync()
+        _ = try carol.engine.sync()
+
+        // The app's clock a day ahead: what the files hold says so (another connection writes
+        // it, so the app's clock catches up with it at its next write, as with a wrong wall clock).
+        let aDayAhead = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
+        let wrongClock = try Database(path: directory.path(".") + "/alice.sqlite")
+        try Metadatabase.attach(to: wrongClock)
+        try wrongClock.execute("UPDATE ostore_meta.ostore_store SET lastClock = \(aDayAhead)")
+        try wrongClock.close()
+        func titleClock() throws -> Int64 {
+            try alice.log.foldJournal(alice.db)
+            return try #require(
+                try alice.db.fetchValue(
+                    Int64.self,
+                    "SELECT clock FROM ostore_meta.ostore_changes WHERE pk = 'R' AND columnName = 'title'"))
+        }
+        try alice.db.execute("UPDATE reminders SET title = 'oat milk' WHERE id = 'R'")
+        #expect(try titleClock() > aDayAhead)
+
+        let daemon = Process()
+        daemon.executableURL = try builtProduct("reminders")
+        daemon.arguments = ["--db", alicePath, "sync", "--server", server.baseURL.absoluteString]
+        daemon.environment = ["OSTORE_TOKEN": token]
+        daemon.standardOutput = FileHandle.nullDevice
+        try daemon.run()
+        daemon.waitUntilExit()
+        #expect(daemon.terminationStatus == 0)
+        _ = try carol.engine.sync()
+        #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "oat milk")
+        #expect(try alice.log.rejectedChanges(alice.db).isEmpty)
+
+        try alice.db.execute("UPDATE reminders SET title = 'almond milk' WHERE id = 'R'")
+        #expect(try titleClock() <= alice.log.clock.driftBound.packed)
+        let report = try alice.engine.sync()
+        #expect(report.restamped == 0 && report.rejected == 0 && report.pushed == 1)
+        _ = try carol.engine.sync()
+        #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "almond milk")
+    }
 }
