@@ -13,19 +13,8 @@ struct ProcessesSharingAStoreTests {
     /// process of its own, pulls Carol's title; then Alice, in the app that was open all along,
     /// types a new title over it. Her edit came after Carol's, so it must win on every device.
     @Test func anEditAfterAnotherProcessPulledAFastClockWinsEverywhere() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
-        let token = try makeDataset(server, "reminders")
-        let alicePath = directory.path("alice.sqlite")
-        let alice = try SyncPeer(
-            name: "alice", path: alicePath, server: server.baseURL, dataset: "reminders", token: token)
-        let carol = try SyncPeer(
-            name: "carol", path: directory.path("carol.sqlite"), server: server.baseURL, dataset: "reminders",
-            token: token)
-        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
-        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'milk', 'L')")
-        _ = try alice.engine.sync()
-        _ = try carol.engine.sync()
+        let store = try Store()
+        let (alice, carol) = (store.alice, store.carol)
 
         let aMinuteAhead = HybridTimestamp(
             milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000, counter: 0)
@@ -34,14 +23,7 @@ struct ProcessesSharingAStoreTests {
         _ = try carol.engine.sync()
 
         // Alice's daemon: another process, on the same files, while her app keeps them open.
-        let daemon = Process()
-        daemon.executableURL = try builtProduct("reminders")
-        daemon.arguments = ["--db", alicePath, "sync", "--server", server.baseURL.absoluteString]
-        daemon.environment = ["OSTORE_TOKEN": token]
-        daemon.standardOutput = FileHandle.nullDevice
-        try daemon.run()
-        daemon.waitUntilExit()
-        #expect(daemon.terminationStatus == 0)
+        #expect(try store.syncAliceInAnotherProcess() == 0)
         #expect(try alice.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "oat milk")
 
         try alice.db.execute("UPDATE reminders SET title = 'almond milk' WHERE id = 'R'")
@@ -60,24 +42,13 @@ struct ProcessesSharingAStoreTests {
     /// pushes them; the app, open all along with its clock still a day ahead, follows the files
     /// back, so its next edit goes out as it is.
     @Test func editsMadeWhileTheClockRanAheadLeaveTheDeviceThroughTheDaemon() throws {
-        let directory = try TemporaryDirectory()
-        let server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
-        let token = try makeDataset(server, "reminders")
-        let alicePath = directory.path("alice.sqlite")
-        let alice = try SyncPeer(
-            name: "alice", path: alicePath, server: server.baseURL, dataset: "reminders", token: token)
-        let carol = try SyncPeer(
-            name: "carol", path: directory.path("carol.sqlite"), server: server.baseURL, dataset: "reminders",
-            token: token)
-        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
-        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'milk', 'L')")
-        _ = try alice.engine.sync()
-        _ = try carol.engine.sync()
+        let store = try Store()
+        let (alice, carol) = (store.alice, store.carol)
 
         // The app's clock a day ahead: what the files hold says so (another connection writes
         // it, so the app's clock catches up with it at its next write, as with a wrong wall clock).
         let aDayAhead = (Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000) << 16
-        let wrongClock = try Database(path: directory.path(".") + "/alice.sqlite")
+        let wrongClock = try Database(path: store.directory.path(".") + "/alice.sqlite")
         try Metadatabase.attach(to: wrongClock)
         try wrongClock.execute("UPDATE ostore_meta.ostore_store SET lastClock = \(aDayAhead)")
         try wrongClock.close()
@@ -91,14 +62,7 @@ struct ProcessesSharingAStoreTests {
         try alice.db.execute("UPDATE reminders SET title = 'oat milk' WHERE id = 'R'")
         #expect(try titleClock() > aDayAhead)
 
-        let daemon = Process()
-        daemon.executableURL = try builtProduct("reminders")
-        daemon.arguments = ["--db", alicePath, "sync", "--server", server.baseURL.absoluteString]
-        daemon.environment = ["OSTORE_TOKEN": token]
-        daemon.standardOutput = FileHandle.nullDevice
-        try daemon.run()
-        daemon.waitUntilExit()
-        #expect(daemon.terminationStatus == 0)
+        #expect(try store.syncAliceInAnotherProcess() == 0)
         _ = try carol.engine.sync()
         #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "oat milk")
         #expect(try alice.log.rejectedChanges(alice.db).isEmpty)
@@ -109,5 +73,43 @@ struct ProcessesSharingAStoreTests {
         #expect(report.restamped == 0 && report.rejected == 0 && report.pushed == 1)
         _ = try carol.engine.sync()
         #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "almond milk")
+    }
+}
+
+/// Alice's store and Carol's, synced once through a live server: a reminder `R` in a list `L`.
+private struct Store {
+    let directory: TemporaryDirectory
+    let server: LiveServer
+    let token: String
+    let alice: SyncPeer
+    let carol: SyncPeer
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        server = try LiveServer(dataDirectory: URL(fileURLWithPath: directory.path("data")))
+        token = try makeDataset(server, "reminders")
+        alice = try SyncPeer(
+            name: "alice", path: directory.path("alice.sqlite"), server: server.baseURL, dataset: "reminders",
+            token: token)
+        carol = try SyncPeer(
+            name: "carol", path: directory.path("carol.sqlite"), server: server.baseURL, dataset: "reminders",
+            token: token)
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'milk', 'L')")
+        _ = try alice.engine.sync()
+        _ = try carol.engine.sync()
+    }
+
+    /// `reminders sync` on Alice's files, a process of its own (as her daemon is) while her app keeps
+    /// them open; its exit status.
+    func syncAliceInAnotherProcess() throws -> Int32 {
+        let daemon = Process()
+        daemon.executableURL = try builtProduct("reminders")
+        daemon.arguments = ["--db", directory.path("alice.sqlite"), "sync", "--server", server.baseURL.absoluteString]
+        daemon.environment = ["OSTORE_TOKEN": token]
+        daemon.standardOutput = FileHandle.nullDevice
+        try daemon.run()
+        daemon.waitUntilExit()
+        return daemon.terminationStatus
     }
 }
