@@ -81,10 +81,4 @@ extension ChangeLog {
         }
     }
 
-    /// Whether the store's newest clock, or this process's, is beyond the drift bound: the cheap
-    /// test ``open(_:migrator:)`` makes before ``restampClocksAhead(_:)``.
-    func clockRanAhead(_ db: Database) throws -> Bool {
-        let bound = clock.driftBound
-        return try clock.lastIssued > bound || ClockRegistry.newest(db) > bound
-    }
 }

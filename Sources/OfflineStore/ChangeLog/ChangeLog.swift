@@ -33,7 +33,9 @@ public struct ChangeLog: Sendable {
         try ChangeTracker.install(on: db, schema: schema, clock: clock)
         let log = ChangeLog(identity: identity, clock: clock, schema: schema)
         try log.reconcileCoverage(db)
-        if try log.clockRanAhead(db) { try log.restampClocksAhead(db) }
+        // The clock caught up with the newest the files hold: beyond the bound, they hold changes
+        // stamped while the wall clock ran ahead.
+        if clock.lastIssued > clock.driftBound { try log.restampClocksAhead(db) }
         // A migration may have added the tables and columns stashed changes were waiting for.
         _ = try log.applyStash(db)
         return log
@@ -180,7 +182,7 @@ enum ClockRegistry {
     }()
 
     /// The newest clock the store's files hold (``newestSQL``).
-    static func newest(_ db: Database) throws -> HybridTimestamp {
+    private static func newest(_ db: Database) throws -> HybridTimestamp {
         try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) ?? .zero
     }
 

@@ -42,7 +42,7 @@ public final class HybridLogicalClock: Sendable {
 
     /// A new reading, later than every earlier one.
     public func now() -> HybridTimestamp {
-        let wall = min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds)
+        let wall = wallMilliseconds()
         return state.withLock { last in
             let next: HybridTimestamp
             if wall > last.milliseconds {
@@ -61,11 +61,15 @@ public final class HybridLogicalClock: Sendable {
     /// The latest clock reading this machine can have issued with a right wall clock, or accepted
     /// from another site: its wall clock now plus ``maximumDrift``. A local change stamped beyond
     /// it was stamped while the wall clock ran ahead (see ``ChangeLog/restampClocksAhead(_:)``).
-    public var driftBound: HybridTimestamp {
-        let wall = min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds)
+    public var driftBound: HybridTimestamp { driftBound(wall: wallMilliseconds()) }
+
+    private func driftBound(wall: Int64) -> HybridTimestamp {
         let bound = min(wall + Int64(maximumDrift.components.seconds) * 1000, HybridTimestamp.maximumMilliseconds)
         return HybridTimestamp(milliseconds: bound, counter: HybridTimestamp.maximumCounter)
     }
+
+    /// The wall clock in the range a reading can hold.
+    private func wallMilliseconds() -> Int64 { min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds) }
 
     /// Moves the clock past `persisted`, the newest reading this store's files hold (another
     /// process of the same store issued or received it): no drift bound, as it was checked when it
@@ -90,9 +94,8 @@ public final class HybridLogicalClock: Sendable {
     /// Throws ``ChangeLogError`` (`.clockTooFarInFuture`) beyond the drift bound; the clock is
     /// then unchanged.
     public func receive(_ remote: HybridTimestamp) throws(ChangeLogError) {
-        let wall = wallClock()
-        let bound = wall + Int64(maximumDrift.components.seconds) * 1000
-        guard remote.milliseconds <= bound else {
+        let wall = wallMilliseconds()
+        guard remote <= driftBound(wall: wall) else {
             throw ChangeLogError(
                 .clockTooFarInFuture,
                 "a received clock reading (\(remote)) is \((remote.milliseconds - wall) / 1000) s ahead of this "
