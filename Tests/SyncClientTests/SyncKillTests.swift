@@ -181,6 +181,98 @@ struct SyncKillTests {
         #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
     }
 
+    /// A large offline backlog is folded from the journal into the keyed log a step at a time while
+    /// the first batches are pushed (`ChangeJournal.foldAhead`), each step its own transaction, and
+    /// only as far as the next batch needs. Here `reminders … sync` is killed once one of its first
+    /// pushes has reached the server: in the first round at the first push (one step committed, the
+    /// rest of the journal not folded yet), later at the first or second (of at least three) after
+    /// a random delay (inside a later step's transaction, between steps, or in a push). The store
+    /// is edited between the kills (updates of rows already pushed and of rows still in the
+    /// journal, inserts, deletes), so each new sync starts from a journal a killed one left partly
+    /// folded. At the end a device that pulls everything holds exactly Alice's rows, and the server
+    /// holds no change twice.
+    @Test func killedWhileFoldingALargeBacklogLosesAndDuplicatesNothing() throws {
+        let setup = try ProxiedServer()
+        let (directory, server, token, proxy, reminders) = (
+            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
+        )
+        defer { proxy.stop() }
+        let alice = directory.path("alice.sqlite")
+        let bob = directory.path("bob.sqlite")
+        // Push batches of 5,000: a journal of more than 10,000 entries is folded in steps.
+        let rows = 24_000
+        try Self.edit(alice, listWithReminders(rows))
+        // The client to kill, at which push of its sync, and after how long.
+        let target = Locked<(pid: Int32, atPush: Int, pushes: Int, delay: UInt32)>((0, 0, 0, 0))
+        proxy.afterForwarding = { request in
+            guard request.path.hasSuffix("/push") else { return }
+            let (pid, delay) = target.withLock { target in
+                target.pushes += 1
+                guard target.pid != 0, target.pushes == target.atPush else { return (Int32(0), UInt32(0)) }
+                defer { target.pid = 0 }
+                return (target.pid, target.delay)
+            }
+            guard pid != 0 else { return }
+            usleep(delay)
+            kill(pid, SIGKILL)
+        }
+        func journalCount() throws -> Int {
+            let meta = try Database(path: alice + "-ostore-meta")
+            defer { try? meta.close() }
+            return try meta.fetchValue(Int.self, "SELECT count(*) FROM ostore_journal") ?? 0
+        }
+        var generator = SystemRandomNumberGenerator()
+        var killed = 0
+        var leftPartlyFolded = 0
+        for round in 0..<10 {
+            let journalBefore = try journalCount()
+            let process = try startSync(reminders, alice, through: proxy.baseURL, token: token)
+            target.value =
+                round == 0
+                ? (process.processIdentifier, 1, 0, 0)
+                : (
+                    process.processIdentifier, Int.random(in: 1...2, using: &generator), 0,
+                    UInt32.random(in: 0...40_000, using: &generator)
+                )
+            process.waitUntilExit()
+            target.value = (0, 0, 0, 0)
+            if process.terminationReason == .uncaughtSignal { killed += 1 }
+            let journalAfter = try journalCount()
+            if journalAfter > 0 && journalAfter < journalBefore { leftPartlyFolded += 1 }
+            // Every other row retitled (pushed or not), a few deleted, new ones added.
+            let first = Int.random(in: 1...rows, using: &generator)
+            try Self.edit(
+                alice,
+                """
+                UPDATE reminders SET title = 'round \(round) ' || id WHERE rowid % 2 = \(round % 2);
+                DELETE FROM reminders WHERE id IN ('R\(first)', 'R\((first + 7) % rows + 1)');
+                INSERT INTO reminders (id, title, listID) VALUES ('N\(round)', 'new \(round)', 'L');
+                """)
+        }
+        #expect(killed == 10)
+        #expect(leftPartlyFolded >= 1)
+        for path in [alice, bob] {
+            #expect(try startSync(reminders, path, through: server.baseURL, token: token).waitedForExit() == 0)
+        }
+        #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
+        var contents: [String] = []
+        for path in [alice, bob] {
+            let db = try Database(path: path)
+            let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+            #expect(try db.fetchValue(String.self, "PRAGMA integrity_check") == "ok")
+            #expect(try log.pendingCount(db) == 0)
+            #expect(try log.coversEveryChange(db))
+            contents.append(
+                try db.fetchValue(
+                    String.self,
+                    "SELECT group_concat(id || '=' || title, ',') FROM (SELECT id, title FROM reminders ORDER BY id)")
+                    ?? "")
+            try db.close()
+        }
+        #expect(contents[0] == contents[1])
+        #expect(contents[0].contains("round 9 "))
+    }
+
     /// Runs `sql` on the Reminders store at `path`, through the store (its writes recorded).
     fileprivate static func edit(_ path: String, _ sql: String) throws {
         let db = try Database(path: path)
