@@ -16,11 +16,16 @@ typedef struct {
     double updated_at;
 } ref_reminder;
 
-int ref_open(const char *path, ref_database **out) {
+int ref_open(const char *path, int64_t page_cache_kib, ref_database **out) {
     ref_database *db = calloc(1, sizeof(ref_database));
     if (!db) return SQLITE_NOMEM;
     int rc = sqlite3_open_v2(path, &db->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db->handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+        char *pragma = sqlite3_mprintf("PRAGMA cache_size = %lld", (long long)-page_cache_kib);
+        rc = pragma ? sqlite3_exec(db->handle, pragma, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(pragma);
+    }
     if (rc != SQLITE_OK) {
         sqlite3_close_v2(db->handle);
         free(db);

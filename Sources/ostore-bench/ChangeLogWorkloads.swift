@@ -200,7 +200,7 @@ struct ChangeLogWorkloads {
 
         let plain = try setting.stores.replace("inserted-plain.sqlite", with: nil)
         var reference: OpaquePointer?
-        try check(ref_open(plain, &reference))
+        try check(openReferenceDatabase(plain, &reference))
         defer { ref_close(reference) }
         try check(ref_exec(reference, setting.tableSQL))
         try check(
@@ -245,7 +245,7 @@ struct ChangeLogWorkloads {
             })
         let insertsInC = TimedSide(
             setUp: {
-                try check(ref_open(setting.stores.replace("reference.sqlite", with: nil), &referenceDB))
+                try check(openReferenceDatabase(setting.stores.replace("reference.sqlite", with: nil), &referenceDB))
                 try check(ref_exec(referenceDB, setting.tableSQL))
             },
             body: {
@@ -306,7 +306,9 @@ struct ChangeLogWorkloads {
             })
         let untrackedC = TimedSide(
             setUp: {
-                try check(ref_open(setting.stores.replace("reference.sqlite", with: sources.plain), &referenceDB))
+                try check(
+                    openReferenceDatabase(setting.stores.replace("reference.sqlite", with: sources.plain), &referenceDB)
+                )
                 if sources.plain == nil { try check(ref_exec(referenceDB, setting.tableSQL)) }
             },
             body: { try check(reference(referenceDB)) },
@@ -357,7 +359,7 @@ struct ChangeLogWorkloads {
         let clock = ContinuousClock()
         func readInC() throws -> Double {
             var reference: OpaquePointer?
-            try check(ref_open(path, &reference))
+            try check(openReferenceDatabase(path, &reference))
             defer { ref_close(reference) }
             let meta = Metadatabase.path(forDatabaseAt: path).replacingOccurrences(of: "'", with: "''")
             try check(ref_exec(reference, "ATTACH DATABASE '\(meta)' AS \(Metadatabase.schemaName)"))

@@ -50,7 +50,7 @@ struct DatabaseWorkloads {
         configuration.foreignKeysEnabled = true
         let db = try Database(path: path, configuration: configuration)
         var reference: OpaquePointer?
-        try check(ref_open(path, &reference))
+        try check(openReferenceDatabase(path, &reference))
         defer { ref_close(reference) }
 
         let count = options.rows ?? 200_000

@@ -104,7 +104,9 @@ struct MigrationWorkloads {
             [
                 migrationSide(migrator, source: input, work: "rebuild-ours.sqlite", fixtures: fixtures),
                 TimedSide(
-                    setUp: { try check(ref_open(fixtures.copy(input, to: "rebuild-c.sqlite"), &reference)) },
+                    setUp: {
+                        try check(openReferenceDatabase(fixtures.copy(input, to: "rebuild-c.sqlite"), &reference))
+                    },
                     body: {
                         try check(
                             ref_rebuild_table(

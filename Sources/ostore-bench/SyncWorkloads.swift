@@ -322,7 +322,7 @@ struct SyncWorkloads {
     /// The C reference's rows: the same todos into a file without a change log. Returns milliseconds.
     private func insertInC(_ todos: Todos, at path: String, tableSQL: String) throws -> Double {
         var db: OpaquePointer?
-        try check(ref_open(path, &db), "opening \(path)")
+        try check(openReferenceDatabase(path, &db), "opening \(path)")
         defer { ref_close(db) }
         try check(ref_exec(db, tableSQL), "creating todos")
         let clock = ContinuousClock()

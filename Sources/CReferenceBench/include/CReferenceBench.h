@@ -9,8 +9,11 @@
 
 typedef struct ref_database ref_database;
 
-/// Opens `path` with the benchmark's settings: WAL, synchronous=NORMAL, foreign_keys=ON.
-int ref_open(const char *path, ref_database **out);
+/// Opens `path` with the settings our `Configuration` gives a connection by default: WAL,
+/// synchronous=NORMAL, foreign_keys=ON, and a page cache of `page_cache_kib` KiB (the caller passes
+/// `Configuration().pageCacheKiB`; at SQLite's default of 2,000 KiB the reference re-read a large
+/// table's index pages that our connections keep, and ran slower than the same work through them).
+int ref_open(const char *path, int64_t page_cache_kib, ref_database **out);
 void ref_close(ref_database *db);
 
 /// Runs SQL that returns no rows (set-up between runs; not timed).
