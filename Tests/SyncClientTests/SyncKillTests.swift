@@ -66,17 +66,12 @@ struct SyncKillTests {
     /// completes with every change applied once and nothing pushed back.
     @Test func killedWhileApplyingAPulledPageLosesAndDuplicatesNothing() throws {
         let setup = try ProxiedServer()
-        let (directory, server, token, proxy, reminders) = (
-            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
-        )
+        let (directory, server, proxy) = (setup.directory, setup.server, setup.proxy)
         defer { proxy.stop() }
         let alice = directory.path("alice.sqlite")
         let bob = directory.path("bob.sqlite")
         let rows = 2_500
         func edit(_ sql: String) throws { try SyncKillTests.edit(alice, sql) }
-        func sync(_ path: String, through url: URL) throws -> Process {
-            try startSync(reminders, path, through: url, token: token)
-        }
         try edit(listWithReminders(rows))
         let client = Locked<Int32>(0)
         let delay = Locked<UInt32>(0)
@@ -94,10 +89,10 @@ struct SyncKillTests {
         var killedMidway = 0
         for phase in ["snapshot", "log"] {
             if phase == "log" { try edit("UPDATE reminders SET isDone = 1") }
-            #expect(try sync(alice, through: server.baseURL).waitedForExit() == 0)
+            #expect(try setup.sync(alice, through: server.baseURL).waitedForExit() == 0)
             for milliseconds in [0, 0, 10, 40, 80, 150] as [UInt32] {
                 delay.value = milliseconds * 1_000
-                let process = try sync(bob, through: proxy.baseURL)
+                let process = try setup.sync(bob, through: proxy.baseURL)
                 client.value = process.processIdentifier
                 process.waitUntilExit()
                 if process.terminationReason == .uncaughtSignal { killedMidway += 1 }
@@ -107,7 +102,7 @@ struct SyncKillTests {
                 try db.close()
             }
             client.value = 0
-            #expect(try sync(bob, through: proxy.baseURL).waitedForExit() == 0)
+            #expect(try setup.sync(bob, through: proxy.baseURL).waitedForExit() == 0)
         }
         #expect(killedMidway >= 2)
         // Bob pushed nothing back (applying records nothing), and holds every change once.
@@ -129,17 +124,12 @@ struct SyncKillTests {
     /// nothing pushed back, nothing stored twice.
     @Test func killedWhileTheNextPageArrivesLosesAndDuplicatesNothing() throws {
         let setup = try ProxiedServer()
-        let (directory, server, token, proxy, reminders) = (
-            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
-        )
+        let (directory, server, proxy) = (setup.directory, setup.server, setup.proxy)
         defer { proxy.stop() }
         let alice = directory.path("alice.sqlite")
         let rows = 12_000
         try Self.edit(alice, listWithReminders(rows))
-        func sync(_ path: String, through url: URL) throws -> Process {
-            try startSync(reminders, path, through: url, token: token)
-        }
-        #expect(try sync(alice, through: server.baseURL).waitedForExit() == 0)
+        #expect(try setup.sync(alice, through: server.baseURL).waitedForExit() == 0)
         // The client to kill, and after which pull answer of its sync.
         let target = Locked<(pid: Int32, afterPage: Int, pages: Int)>((0, 0, 0))
         let delay = Locked<UInt32>(0)
@@ -161,12 +151,12 @@ struct SyncKillTests {
         for (round, plan) in rounds.enumerated() {
             let bob = directory.path("bob\(round).sqlite")
             delay.value = plan.milliseconds * 1_000
-            let process = try sync(bob, through: proxy.baseURL)
+            let process = try setup.sync(bob, through: proxy.baseURL)
             target.value = (process.processIdentifier, plan.afterPage, 0)
             process.waitUntilExit()
             if process.terminationReason == .uncaughtSignal { killed += 1 }
             target.value = (0, 0, 0)
-            #expect(try sync(bob, through: proxy.baseURL).waitedForExit() == 0)
+            #expect(try setup.sync(bob, through: proxy.baseURL).waitedForExit() == 0)
             let db = try Database(path: bob)
             let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
             #expect(try db.fetchValue(String.self, "PRAGMA integrity_check") == "ok")
@@ -193,9 +183,7 @@ struct SyncKillTests {
     /// holds no change twice.
     @Test func killedWhileFoldingALargeBacklogLosesAndDuplicatesNothing() throws {
         let setup = try ProxiedServer()
-        let (directory, server, token, proxy, reminders) = (
-            setup.directory, setup.server, setup.token, setup.proxy, setup.reminders
-        )
+        let (directory, server, proxy) = (setup.directory, setup.server, setup.proxy)
         defer { proxy.stop() }
         let alice = directory.path("alice.sqlite")
         let bob = directory.path("bob.sqlite")
@@ -226,7 +214,7 @@ struct SyncKillTests {
         var leftPartlyFolded = 0
         for round in 0..<10 {
             let journalBefore = try journalCount()
-            let process = try startSync(reminders, alice, through: proxy.baseURL, token: token)
+            let process = try setup.sync(alice, through: proxy.baseURL)
             target.value =
                 round == 0
                 ? (process.processIdentifier, 1, 0, 0)
@@ -252,7 +240,7 @@ struct SyncKillTests {
         #expect(killed == 10)
         #expect(leftPartlyFolded >= 1)
         for path in [alice, bob] {
-            #expect(try startSync(reminders, path, through: server.baseURL, token: token).waitedForExit() == 0)
+            #expect(try setup.sync(path, through: server.baseURL).waitedForExit() == 0)
         }
         #expect(try server.changesStoredTwice(dataset: "reminders").isEmpty)
         var contents: [String] = []
@@ -297,6 +285,11 @@ private struct ProxiedServer {
         token = try makeDataset(server, "reminders")
         proxy = try FaultProxy(upstreamPort: server.port)
         reminders = try builtProduct("reminders")
+    }
+
+    /// `reminders … sync` of the store at `path` through `url` (the proxy's or the server's), started.
+    func sync(_ path: String, through url: URL) throws -> Process {
+        try startSync(reminders, path, through: url, token: token)
     }
 }
 
