@@ -24,7 +24,6 @@ public enum ChangeTracker {
     public static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
         try schema.validateRowIdentityForSync()
         try installFunctions(on: db, clock: clock)
-        let meta = quoteIdentifier(Metadatabase.schemaName)
         try LogCoverage.installPermanentTriggers(on: db, schema: schema)
         try db.transaction(.immediate) { db in
             let existing = try db.fetchAll(
@@ -40,7 +39,7 @@ public enum ChangeTracker {
                         Int.self,
                         "SELECT id FROM \(identifier: Metadatabase.schemaName).ostore_tables WHERE name = \(table.name)"
                     ) ?? 0
-                for sql in triggerSQL(for: table, tableID: tableID, meta: meta) { try db.execute(sql: sql) }
+                for sql in triggerSQL(for: table, tableID: tableID) { try db.execute(sql: sql) }
             }
         }
         // Only now that the TEMP triggers record this connection's writes may the permanent ones
@@ -48,8 +47,8 @@ public enum ChangeTracker {
         try LogCoverage.installTrackingProbe(on: db)
     }
 
-    /// Registers `ostore_recording()`, `ostore_clock()`, `ostore_observe(table, key)`,
-    /// `ostore_watermark(value)` and `ostore_watermark_due(current)`, which the triggers call on
+    /// Registers `ostore_recording()`, `ostore_clock()`, `ostore_observe(table, key)` and
+    /// `ostore_watermark_after(entry)`, which the triggers call on
     /// every row. They are answered in C from state the connection's recording switch keeps
     /// current; only the clock, and the keys while someone observes commits, reach Swift.
     static func installFunctions(on db: Database, clock: HybridLogicalClock) throws {
@@ -89,7 +88,8 @@ public enum ChangeTracker {
             }
             guard
                 csqlite_change_tracking_set_clock_source(created, Metadatabase.schemaName, ClockRegistry.newestSQL)
-                    == SQLITE_OK
+                    == SQLITE_OK,
+                csqlite_change_tracking_set_watermark_writer(created, watermarkWriterSQL) == SQLITE_OK
             else {
                 csqlite_change_tracking_release(created)
                 throw DatabaseError(resultCode: .noMemory, message: "cannot install change tracking: out of memory")
@@ -106,6 +106,12 @@ public enum ChangeTracker {
             throw db.connection.lastError(code: code).prefixed("cannot install the change log's SQL functions")
         }
     }
+
+    /// What `ostore_watermark_after` runs to write the watermark: the newest place in the queue,
+    /// into the user's file (``LogCoverage``).
+    static let watermarkWriterSQL =
+        "UPDATE main.\(LogCoverage.watermarkTable) SET seq = "
+        + ChangeJournal.newestSequenceSQL(meta: quoteIdentifier(Metadatabase.schemaName)) + " WHERE id = 1"
 
     /// The primary-key columns of a table, in key order.
     static func keyColumns(of table: TableDefinition) -> [String] {
@@ -128,7 +134,7 @@ public enum ChangeTracker {
     /// the user's statement (`UPDATE OR IGNORE`, `OR REPLACE`, …), which SQLite applies to the
     /// trigger's statements too, has nothing to act on. Each statement, and so each changed
     /// column of one UPDATE, takes its own place in the queue.
-    static func triggerSQL(for table: TableDefinition, tableID: Int, meta: String) -> [String] {
+    static func triggerSQL(for table: TableDefinition, tableID: Int) -> [String] {
         let keys = keyColumns(of: table)
         let newKey = keyExpression(keys, row: "NEW")
         let oldKey = keyExpression(keys, row: "OLD")
@@ -149,14 +155,10 @@ public enum ChangeTracker {
         // the same transaction: if the process dies after `main` commits and before the
         // metadatabase does, the open finds this watermark ahead of the log (see LogCoverage).
         // Once per transaction is enough (any entry of it is ahead of what the metadatabase had
-        // committed), and writing a page of `main` on every row costs about a fifth of a tracked
-        // write (the statement journal copies the page each time): the first tracked row of a
-        // transaction writes it, later rows only check that it is still there (see
-        // `ostore_watermark_due` in CSQLite/shim.h).
-        let watermark = """
-            UPDATE ostore_log_watermark SET seq = ostore_watermark(\(ChangeJournal.newestSequenceSQL(meta: meta)))
-                WHERE id = 1 AND ostore_watermark_due(seq);
-            """
+        // committed): `ostore_watermark_after` (CSQLite/shim.h) writes it at the transaction's
+        // first tracked row, and again only if a ROLLBACK TO undid it, through a statement of its
+        // own (``watermarkWriterSQL``), given the rowid of the entry the trigger just appended.
+        let watermark = "SELECT ostore_watermark_after(last_insert_rowid());"
         let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")
         var triggers = [
             """
@@ -214,6 +216,10 @@ public enum ChangeTracker {
                     newKey, DatabaseValue.text(column).sqlLiteral,
                     where: "NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))")
             }
+            // The watermark only after an entry was appended: `last_insert_rowid()` names one of
+            // this trigger's entries only then.
+            let anyChanged = generated.map { "NEW.\(quoteIdentifier($0)) IS NOT OLD.\(quoteIdentifier($0))" }
+                .joined(separator: " OR ")
             triggers.append(
                 """
                 CREATE TEMP TRIGGER \(name("update_generated")) AFTER UPDATE ON \(target)
@@ -221,7 +227,7 @@ public enum ChangeTracker {
                 BEGIN
                 \(changed.joined(separator: "\n"))
                 \(observe(newKey))
-                \(watermark)
+                SELECT ostore_watermark_after(last_insert_rowid()) WHERE \(anyChanged);
                 END
                 """)
         }

@@ -17,8 +17,9 @@ import Foundation
 ///   each file on its own (SQLite's ATTACH documentation); a process killed between the two
 ///   leaves a data change with no log entry. Each transaction with tracked writes also stores
 ///   the log's newest sequence number, as of its first tracked row, in `main.ostore_log_watermark`,
-///   in the user's file (later rows check that it is still there: a ROLLBACK TO may have undone
-///   it); a watermark ahead of the log at open means a lost log transaction.
+///   in the user's file (a later row writes it again when a ROLLBACK TO has undone it, which the
+///   journal's rowids tell: see `ostore_watermark_after` in CSQLite/shim.h); a watermark ahead of
+///   the log at open means a lost log transaction.
 ///
 /// Reconciliation records what is missing: each noted row is recorded as inserted (with its
 /// current values when pushed) or deleted, and after a lost log transaction every row of every
