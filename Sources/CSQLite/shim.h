@@ -259,11 +259,12 @@ static int csqlite_change_tracking_data_version(sqlite3_context *context, unsign
 static void csqlite_change_tracking_watermark_after(sqlite3_context *context, int argc, sqlite3_value **argv) {
     (void)argc;
     csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);
+    int entry_known = sqlite3_value_type(argv[0]) == SQLITE_INTEGER;
     sqlite3_int64 entry = sqlite3_value_int64(argv[0]);
     unsigned int version = 0;
     int version_known = csqlite_change_tracking_data_version(context, &version) == SQLITE_OK;
-    int still_written = tracking->watermark_written && version_known && version == tracking->watermark_version &&
-                        sqlite3_value_type(argv[0]) == SQLITE_INTEGER && entry > tracking->watermark_entry;
+    int still_written = tracking->watermark_written && version_known && entry_known &&
+                        version == tracking->watermark_version && entry > tracking->watermark_entry;
     sqlite3_result_null(context);
     if (still_written) return;
     int code = SQLITE_OK;
@@ -284,7 +285,7 @@ static void csqlite_change_tracking_watermark_after(sqlite3_context *context, in
         sqlite3_result_error_code(context, code);
         return;
     }
-    tracking->watermark_written = version_known && sqlite3_value_type(argv[0]) == SQLITE_INTEGER;
+    tracking->watermark_written = version_known && entry_known;
     tracking->watermark_version = version;
     tracking->watermark_entry = entry;
 }

@@ -158,7 +158,8 @@ public enum ChangeTracker {
         // committed): `ostore_watermark_after` (CSQLite/shim.h) writes it at the transaction's
         // first tracked row, and again only if a ROLLBACK TO undid it, through a statement of its
         // own (``watermarkWriterSQL``), given the rowid of the entry the trigger just appended.
-        let watermark = "SELECT ostore_watermark_after(last_insert_rowid());"
+        let watermarkCall = "SELECT ostore_watermark_after(last_insert_rowid())"
+        let watermark = watermarkCall + ";"
         let keyColumnList = keys.map(quoteIdentifier).joined(separator: ", ")
         var triggers = [
             """
@@ -211,15 +212,12 @@ public enum ChangeTracker {
                 """)
         }
         if !generated.isEmpty {
-            let changed = generated.map { column in
-                record(
-                    newKey, DatabaseValue.text(column).sqlLiteral,
-                    where: "NEW.\(quoteIdentifier(column)) IS NOT OLD.\(quoteIdentifier(column))")
-            }
             // The watermark only after an entry was appended: `last_insert_rowid()` names one of
             // this trigger's entries only then.
-            let anyChanged = generated.map { "NEW.\(quoteIdentifier($0)) IS NOT OLD.\(quoteIdentifier($0))" }
-                .joined(separator: " OR ")
+            let conditions = generated.map { "NEW.\(quoteIdentifier($0)) IS NOT OLD.\(quoteIdentifier($0))" }
+            let changed = zip(generated, conditions).map { column, condition in
+                record(newKey, DatabaseValue.text(column).sqlLiteral, where: condition)
+            }
             triggers.append(
                 """
                 CREATE TEMP TRIGGER \(name("update_generated")) AFTER UPDATE ON \(target)
@@ -227,7 +225,7 @@ public enum ChangeTracker {
                 BEGIN
                 \(changed.joined(separator: "\n"))
                 \(observe(newKey))
-                SELECT ostore_watermark_after(last_insert_rowid()) WHERE \(anyChanged);
+                \(watermarkCall) WHERE \(conditions.joined(separator: " OR "));
                 END
                 """)
         }
