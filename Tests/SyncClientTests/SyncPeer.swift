@@ -29,6 +29,11 @@ final class SyncPeer {
     let site: Data
     /// The log's sequence number up to which this site's entries were read into the model.
     private var capturedThrough: Int64 = 0
+    /// This site's entries read into the model, by row, column and clock. The log moves an entry
+    /// to a new place without a new write: when a row comes back from the stash, its own entries
+    /// are queued again with their clocks (`ChangeLog.applyStash`), and the row may be gone by the
+    /// time the harness reads them (a delete pulled in the same sync).
+    private var captured: Set<CapturedEntry> = []
     /// Where the store's database is.
     let databasePath: String
     /// Opens the store again, as a new peer with this one's settings, migrated to a release.
@@ -111,6 +116,7 @@ final class SyncPeer {
     private func reopened(release: Schema.Version?, capturingAfter sequence: Int64) throws -> SyncPeer {
         let peer = try reopen(release)
         peer.capturedThrough = sequence
+        peer.captured = captured
         return peer
     }
 
@@ -144,6 +150,9 @@ final class SyncPeer {
             let key: String = try entry.decode(at: 2)
             let column: String = try entry.decode(at: 3)
             let version = ModelVersion(clock: try entry.decode(at: 4), site: site)
+            // An entry queued again is the write read before, not a new one.
+            guard captured.insert(CapturedEntry(table: table, key: key, column: column, clock: version.clock)).inserted
+            else { continue }
             guard column != "-" else {
                 events.append(ModelEvent(table: table, key: key, kind: .delete, values: [:], version: version))
                 continue
@@ -190,6 +199,15 @@ final class SyncPeer {
         }
         return contents
     }
+}
+
+/// One entry of a site's change log as the model read it: a write to a row's column (`""` the row's
+/// insert, `"-"` its delete) at a clock.
+private struct CapturedEntry: Hashable {
+    var table: String
+    var key: String
+    var column: String
+    var clock: Int64
 }
 
 struct ConvergenceFailure: Error, CustomStringConvertible {
