@@ -29,7 +29,7 @@ final class SyncPeer {
     let site: Data
     /// The log's sequence number up to which this site's entries were read into the model.
     private var capturedThrough: Int64 = 0
-    /// This site's entries read into the model, by row, column and clock. The log moves an entry
+    /// This device's entries read into the model, by row, column, clock and site. The log moves an entry
     /// to a new place without a new write: when a row comes back from the stash, its own entries
     /// are queued again with their clocks (`ChangeLog.applyStash`), and the row may be gone by the
     /// time the harness reads them (a delete pulled in the same sync).
@@ -151,8 +151,8 @@ final class SyncPeer {
             let column: String = try entry.decode(at: 3)
             let version = ModelVersion(clock: try entry.decode(at: 4), site: site)
             // An entry queued again is the write read before, not a new one.
-            guard captured.insert(CapturedEntry(table: table, key: key, column: column, clock: version.clock)).inserted
-            else { continue }
+            let read = CapturedEntry(table: table, key: key, column: column, clock: version.clock, site: site)
+            guard captured.insert(read).inserted else { continue }
             guard column != "-" else {
                 events.append(ModelEvent(table: table, key: key, kind: .delete, values: [:], version: version))
                 continue
@@ -202,12 +202,13 @@ final class SyncPeer {
 }
 
 /// One entry of a site's change log as the model read it: a write to a row's column (`""` the row's
-/// insert, `"-"` its delete) at a clock.
+/// insert, `"-"` its delete) at a clock, by a site (a purged metadatabase gives the device a new one).
 private struct CapturedEntry: Hashable {
     var table: String
     var key: String
     var column: String
     var clock: Int64
+    var site: Data
 }
 
 struct ConvergenceFailure: Error, CustomStringConvertible {
