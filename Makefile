@@ -20,11 +20,14 @@ deps:
 	fi
 
 # The concurrency tests under the thread sanitizer (in their own build folder so
-# the normal build is kept), then the whole suite. The suite is Swift Testing only.
+# the normal build is kept), then the whole suite, then the server's hostile load
+# test alone (it times /healthz, so it gets the machine to itself). The suite is
+# Swift Testing only.
 test: deps
 	$(SWIFT) test --disable-xctest --sanitize=thread --scratch-path .build/tsan --filter ConcurrencyTests
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --disable-xctest
+	OSTORE_LOAD_TEST=1 $(SWIFT) test --disable-xctest --skip-build --filter HostileLoadTests
 
 demo: deps
 	@bash Samples/demo.sh

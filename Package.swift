@@ -101,7 +101,7 @@ let package = Package(
             name: "ostore",
             dependencies: ["OfflineStore", "CommandLineTool"]
         ),
-        // The reference server's command: serve, dataset, token.
+        // The reference server's command: serve, dataset, token, restore, cursor-keys.
         .executableTarget(
             name: "ostore-server",
             dependencies: ["SyncServer", "SyncProtocol", "CommandLineTool"]

@@ -111,6 +111,9 @@ show reminders --db "$alice" --schema 1.0 sync --server "$url"
 show reminders --db "$bob" --schema 1.1 sync --server "$url"
 show reminders --db "$bob" --schema 1.1 list
 
+note "Release 2.0 is out: the operator lets the dataset move to its major (a 2.0 app is refused until then)."
+show ostore-server dataset allow-major --dataset reminders 2 --data "$data"
+
 note "Carol installs release 2.0: the dataset moves to schema 2.0; dueAt is derived from the deprecated dueDate."
 show reminders --db "$carol" sync --server "$url"
 show reminders --db "$carol" list --json

@@ -50,6 +50,43 @@ static inline void cmhd_log_discard(void *cls, const char *format, va_list argum
     (void)arguments;
 }
 
+/// Where the request line's target goes as soon as it is read: `received` is
+/// called with `context` and the target as sent (path and query, nothing
+/// percent-decoded), and its result becomes the request's `*req_cls`.
+struct cmhd_target_sink {
+    void *(*received)(void *context, const char *target, struct MHD_Connection *connection);
+    void *context;
+};
+
+/// An MHD_OPTION_URI_LOG_CALLBACK that hands the target to a cmhd_target_sink
+/// and then empties the query string in place.
+///
+/// 0.9.75 parses query arguments into the connection's memory pool right after
+/// this callback (connection.c, parse_initial_message_line), and a query of a
+/// thousand arguments that does not fit leaves the connection with no answer
+/// until it times out. The sink has the whole target already, so MHD is given
+/// an empty query instead: it was located before this callback, and an empty
+/// string yields no argument. The buffer is the connection's own read buffer,
+/// writable, which MHD passes as const only to say it is not the callback's to
+/// change; nothing of MHD reads the query's text after this but the parser.
+static inline void *cmhd_target_trampoline(void *cls, const char *target, struct MHD_Connection *connection) {
+    const struct cmhd_target_sink *sink = (const struct cmhd_target_sink *)cls;
+    void *request = sink->received(sink->context, target, connection);
+    char *query = strchr((char *)target, '?');
+    if (query != NULL) {
+        memset(query + 1, 0, strlen(query + 1));
+    }
+    return request;
+}
+
+/// An MHD_UnescapeCallback that leaves the text as sent: the request's path
+/// reaches the handler percent-encoded, so `/a%2Fb` is one segment, never two.
+static inline size_t cmhd_unescape_nothing(void *cls, struct MHD_Connection *connection, char *text) {
+    (void)cls;
+    (void)connection;
+    return strlen(text);
+}
+
 /// Everything MHD_start_daemon is given, as typed fields.
 ///
 /// Every pointer must stay valid until MHD_stop_daemon has returned: MHD keeps
@@ -80,6 +117,11 @@ struct cmhd_daemon_settings {
     /// MHD_OPTION_NOTIFY_CONNECTION.
     MHD_NotifyConnectionCallback connection_notify;
     void *connection_notify_context;
+    /// MHD_OPTION_URI_LOG_CALLBACK through cmhd_target_trampoline (required),
+    /// with MHD_OPTION_UNESCAPE_CALLBACK set to cmhd_unescape_nothing.
+    const struct cmhd_target_sink *target_sink;
+    /// MHD_OPTION_LISTEN_BACKLOG_SIZE; 0 keeps MHD's default.
+    unsigned int listen_backlog;
     /// MHD_OPTION_EXTERNAL_LOGGER through cmhd_log_trampoline; NULL discards
     /// MHD's messages (they never reach stderr).
     const struct cmhd_logger *logger;
@@ -93,7 +135,7 @@ struct cmhd_daemon_settings {
 /// as one MHD_OPTION_ARRAY so the optional ones (TLS) need no second call.
 /// Returns NULL when the daemon cannot start (the logger, if any, says why).
 static inline struct MHD_Daemon *cmhd_start_daemon(const struct cmhd_daemon_settings *settings) {
-    struct MHD_OptionItem options[16];
+    struct MHD_OptionItem options[20];
     unsigned int count = 0;
     unsigned int flags = settings->flags;
 
@@ -118,6 +160,13 @@ static inline struct MHD_Daemon *cmhd_start_daemon(const struct cmhd_daemon_sett
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
                                                (intptr_t)settings->connection_notify,
                                                settings->connection_notify_context};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)cmhd_target_trampoline,
+                                               (void *)settings->target_sink};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)cmhd_unescape_nothing, NULL};
+    if (settings->listen_backlog > 0) {
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE,
+                                                   (intptr_t)settings->listen_backlog, NULL};
+    }
     if (settings->tls_key_pem != NULL && settings->tls_cert_pem != NULL) {
         flags |= MHD_USE_TLS;
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)settings->tls_key_pem};
@@ -168,6 +217,19 @@ static inline int cmhd_connection_client_address(struct MHD_Connection *connecti
         return -1;
     }
     return inet_ntop(address->sa_family, raw, buffer, size) == NULL ? -1 : 0;
+}
+
+/// The connection's socket context (MHD_CONNECTION_INFO_SOCKET_CONTEXT): what
+/// the MHD_CONNECTION_NOTIFY_STARTED callback stored, or NULL.
+static inline void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+/// The connection's socket (MHD_CONNECTION_INFO_CONNECTION_FD), or -1.
+static inline int cmhd_connection_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 #endif

@@ -10,7 +10,8 @@ public struct ServerError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidArgument
         /// The dataset or token named does not exist.
         case notFound
-        /// The dataset or token already exists.
+        /// The dataset or token already exists, or the dataset or token is past what was asked
+        /// (a token already revoked, a dataset at a higher major than an allowance names).
         case conflict
         /// The storage failed (the underlying error is in the message).
         case storage

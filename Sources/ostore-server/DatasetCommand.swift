@@ -2,29 +2,68 @@ import CommandLineTool
 import Foundation
 import SyncServer
 
-/// `ostore-server dataset create NAME` and `ostore-server dataset list`.
+/// `ostore-server dataset create NAME [--allow-major N]`, `dataset allow-major --dataset NAME N` and
+/// `dataset list`.
 enum DatasetCommand: Command {
     static let name = "dataset"
-    static let synopsis = "create NAME | list [--data DIR | --postgres URL]"
-    static let summary = "Create a dataset (the unit clients sync and tokens grant), or list them."
-    static let options = StorageLocation.options
+    static let synopsis =
+        "create NAME [--allow-major N] | allow-major --dataset NAME N | list [--data DIR | --postgres URL]"
+    static let summary =
+        "Create a dataset (the unit clients sync and tokens grant), let its schema move to a new major, or list them."
+    static let options =
+        StorageLocation.options + [
+            CommandOption(name: "--dataset", valueName: "NAME", help: "the dataset allow-major lets move"),
+            CommandOption(
+                name: "--allow-major", valueName: "N",
+                help: "with create: the highest major schema version its first and later hellos may move it to"),
+        ]
     static let details = """
         A dataset name is 1 to 63 characters: lowercase letters, digits, '-' and '_', starting with a
         letter or digit. The server may be running meanwhile.
 
-        exit status: 0 ok, 1 the dataset exists already, 2 usage or storage error
+        A new dataset takes the schema version of the first device that says hello (any major, unless
+        --allow-major bounds it) and then stays at that major: a hello of an app with a higher major is
+        refused (409 major_not_allowed) and moves nothing, until allow-major N lets the dataset move up
+        to major N. Allow a new major once its app release is out; devices still on the older major
+        are then told to upgrade.
+
+        exit status: 0 ok, 1 the dataset exists already (create) or is at a higher major than N
+        (allow-major), 2 usage or storage error
         """
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         switch (arguments.positionals.first, arguments.positionals.count) {
         case ("create", 2):
+            let dataset = arguments.positionals[1]
+            var major: Int?
+            if let text = arguments.values["--allow-major"] {
+                guard let parsed = Self.major(text, command: "create") else { return .failure }
+                major = parsed
+            }
             guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
             do {
-                try storage.createDataset(named: arguments.positionals[1])
-                Console.output("created dataset \(arguments.positionals[1])")
+                try storage.createDataset(named: dataset)
+                if let major { try storage.allowMajor(major, dataset: dataset) }
+                Console.output("created dataset \(dataset)" + (major.map { " (may move up to major \($0))" } ?? ""))
                 return .success
             } catch {
                 Console.error("ostore-server dataset create: \(error)")
+                return error.kind == .conflict ? .findings : .failure
+            }
+        case ("allow-major", 2):
+            guard let dataset = arguments.values["--dataset"] else {
+                Console.error("ostore-server dataset allow-major: name the dataset with --dataset NAME")
+                return .failure
+            }
+            guard let major = Self.major(arguments.positionals[1], command: "allow-major"),
+                let storage = StorageLocation.open(arguments, command: name)
+            else { return .failure }
+            do {
+                try storage.allowMajor(major, dataset: dataset)
+                Console.output("dataset \(dataset) may move up to major \(major)")
+                return .success
+            } catch {
+                Console.error("ostore-server dataset allow-major: \(error)")
                 return error.kind == .conflict ? .findings : .failure
             }
         case ("list", 1):
@@ -33,7 +72,7 @@ enum DatasetCommand: Command {
                 for dataset in try storage.datasets() {
                     Console.output(
                         "\(dataset.name)\tschema \(dataset.schemaVersion?.description ?? "-")\t\(dataset.changes) changes"
-                    )
+                            + (dataset.allowedMajorVersion.map { "\tmay move up to major \($0)" } ?? ""))
                 }
                 return .success
             } catch {
@@ -44,5 +83,15 @@ enum DatasetCommand: Command {
             Console.error("usage: ostore-server dataset \(synopsis)")
             return .failure
         }
+    }
+
+    /// A major version given on the command line; nil after printing why when it is not a number.
+    private static func major(_ text: String, command: String) -> Int? {
+        guard let major = Int(text), major >= 0 else {
+            Console.error(
+                "ostore-server dataset \(command): \(text) is not a major schema version; give a number such as 2")
+            return nil
+        }
+        return major
     }
 }

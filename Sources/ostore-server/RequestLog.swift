@@ -15,6 +15,16 @@ enum RequestLog {
         ])
     }
 
+    /// A request answered on its head or body without reaching the service's handler.
+    static func refused(_ head: HTTPRequestHead, _ response: HTTPResponse, nanoseconds: UInt64) {
+        write([
+            "time": ISO8601DateFormatter().string(from: Date()), "method": String(head.method.prefix(16)),
+            "path": String(head.path.prefix(256)), "status": String(response.status.rawValue),
+            "ms": String(format: "%.3f", Double(nanoseconds) / 1e6), "bytesOut": String(response.body.count),
+            "remote": head.remoteAddress, "refused": "true",
+        ])
+    }
+
     static func write(_ fields: [String: String]) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

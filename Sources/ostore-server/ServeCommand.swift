@@ -10,7 +10,7 @@ enum ServeCommand: Command {
     static let name = "serve"
     static let synopsis =
         "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N] "
-        + "[--max-clock-drift S]"
+        + "[--max-clock-drift S] [--headers-timeout S] [--min-body-rate N] [--body-memory-budget N]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
     static let options =
@@ -24,6 +24,15 @@ enum ServeCommand: Command {
             CommandOption(
                 name: "--max-clock-drift", valueName: "S",
                 help: "how many seconds a change's clock may be ahead of the server's (default 300)"),
+            CommandOption(
+                name: "--headers-timeout", valueName: "S",
+                help: "seconds a connection has to send a request's headers, and a body's grace (default 10)"),
+            CommandOption(
+                name: "--min-body-rate", valueName: "N",
+                help: "bytes a second a body must average after its grace (default 16384; 0: none)"),
+            CommandOption(
+                name: "--body-memory-budget", valueName: "N",
+                help: "bytes all request bodies in flight may take together (default 268435456)"),
         ]
     static let details = """
         On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
@@ -43,6 +52,10 @@ enum ServeCommand: Command {
         exit status: 0 stopped by a signal, 2 usage error or the server could not start
         """
 
+    /// Connections open at once: as many as the slow and idle clients a hostile crowd holds open,
+    /// with room for the real ones beside them (their requests' deadlines close the slow ones).
+    static let connectionLimit = 4096
+
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         // Before any thread starts, so a signal sent right after the "listening" line is never lost.
         let stopSignals = StopSignals()
@@ -53,11 +66,16 @@ enum ServeCommand: Command {
         guard let port = UInt16(arguments.values["--port"] ?? "8080"),
             let threads = Int(arguments.values["--threads"] ?? "4"), (1...64).contains(threads),
             let maxBody = Int(arguments.values["--max-body-bytes"] ?? "8388608"), maxBody >= 1024,
-            let maxDrift = Int64(arguments.values["--max-clock-drift"] ?? "300"), (0...86_400).contains(maxDrift)
+            let maxDrift = Int64(arguments.values["--max-clock-drift"] ?? "300"), (0...86_400).contains(maxDrift),
+            let headersTimeout = Int(arguments.values["--headers-timeout"] ?? "10"),
+            (1...3600).contains(headersTimeout),
+            let minimumBodyRate = Int(arguments.values["--min-body-rate"] ?? "16384"), minimumBodyRate >= 0,
+            let bodyBudget = Int(arguments.values["--body-memory-budget"] ?? "268435456"), bodyBudget >= maxBody
         else {
             Console.error(
-                "ostore-server serve: --port, --threads (1-64), --max-body-bytes (≥ 1024) and --max-clock-drift "
-                    + "(0-86400 seconds) take numbers")
+                "ostore-server serve: --port, --threads (1-64), --max-body-bytes (≥ 1024), --max-clock-drift "
+                    + "(0-86400 seconds), --headers-timeout (1-3600 seconds), --min-body-rate (≥ 0) and "
+                    + "--body-memory-budget (≥ --max-body-bytes) take numbers")
             return .failure
         }
         let certificate = arguments.values["--tls-cert"]
@@ -108,18 +126,32 @@ enum ServeCommand: Command {
         let service = SyncService(storage: storage, limits: limits)
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
-            perIPConnectionLimit: 256, maxBodyBytes: maxBody,
+            connectionLimit: Self.connectionLimit, perIPConnectionLimit: 256, maxBodyBytes: maxBody,
             tls: certificate.map { HTTPServer.Configuration.TLS(certificatePath: $0, privateKeyPath: key!) })
+        configuration.headersTimeout = .seconds(headersTimeout)
+        configuration.minimumBodyRate = minimumBodyRate
+        configuration.bodyMemoryBudget = bodyBudget
         configuration.log = { message in RequestLog.write(["event": "http", "message": message]) }
-        configuration.runsOffPollingThread = { service.mayWaitForAnotherRequest($0) }
+        // Every request is answered on the polling thread that read it: a push that must wait for the
+        // batch it follows is deferred without a thread, and stored on a handler thread once it may be.
+        configuration.runsOffPollingThread = { _ in false }
+        configuration.requiresContentLength = true
+        configuration.admit = { service.admit($0) }
+        configuration.requestRefused = { head, response, nanoseconds in
+            RequestLog.refused(head, response, nanoseconds: nanoseconds)
+        }
+        service.reportAnswers { request, response, nanoseconds in
+            RequestLog.request(request, response, nanoseconds: nanoseconds)
+        }
+        guard FileDescriptorLimit.raise(toAtLeast: Self.connectionLimit + 64) else {
+            Console.error(
+                "ostore-server serve: the process may open fewer than \(Self.connectionLimit + 64) files "
+                    + "(RLIMIT_NOFILE); raise its hard limit (systemd: LimitNOFILE=)")
+            return .failure
+        }
         let server: HTTPServer
         do {
-            server = try HTTPServer(configuration: configuration) { request in
-                let started = DispatchTime.now().uptimeNanoseconds
-                let response = service.handle(request)
-                RequestLog.request(request, response, nanoseconds: DispatchTime.now().uptimeNanoseconds - started)
-                return response
-            }
+            server = try HTTPServer(configuration: configuration, replying: { service.reply(to: $0) })
         } catch {
             Console.error("ostore-server serve: \(error)")
             return .failure

@@ -3,7 +3,9 @@ import Foundation
 
 // ostore-server COMMAND [options]: the reference sync server. Each command is a `Command` in its own file.
 
-let commands: [any Command.Type] = [ServeCommand.self, DatasetCommand.self, TokenCommand.self, RestoreCommand.self]
+let commands: [any Command.Type] = [
+    ServeCommand.self, DatasetCommand.self, TokenCommand.self, RestoreCommand.self, CursorKeysCommand.self,
+]
 
 exit(
     CommandLineTool.run(tool: "ostore-server", commands: commands, arguments: Array(CommandLine.arguments.dropFirst()))

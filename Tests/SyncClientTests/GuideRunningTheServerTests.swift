@@ -92,6 +92,16 @@ import Testing
         let backup = try shell(try block(containing: ".backup"), in: directory, replacing: paths)
         #expect(backup.status == 0, "\(backup.error)")
 
+        // The device's sync made the first cursor key; a rotation adds the second.
+        let rotation = try shell(try block(containing: "cursor-keys rotate"), in: directory, replacing: paths)
+        #expect(rotation.status == 0, "\(rotation.error)")
+        #expect(rotation.output == (try output(after: "cursor-keys rotate")))
+
+        // The operator lets the dataset move to major 2 (after the backup, which keeps no allowance).
+        let allowance = try shell(try block(containing: "allow-major"), in: directory, replacing: paths)
+        #expect(allowance.status == 0, "\(allowance.error)")
+        #expect(allowance.output == (try output(after: "dataset allow-major --dataset notes 2 --data")))
+
         // SIGTERM: requests finish, exit status 0; the log has one JSON line per request, no token.
         #expect(server.stop() == 0)
         let logText = try String(contentsOf: server.logFile, encoding: .utf8)

@@ -41,13 +41,20 @@ final class Device {
 @Suite("Sync engine against the server's handlers")
 struct SyncEngineTests {
     let directory: TemporaryDirectory
+    let storage: SQLiteSyncStorage
     let transport: InProcessTransport
     let token: String
 
     init() throws {
         directory = try TemporaryDirectory()
         let dataset = try InProcessDataset(in: directory)
-        (token, transport) = (dataset.token, dataset.transport)
+        (storage, token, transport) = (dataset.storage, dataset.token, dataset.transport)
+    }
+
+    /// Release 2.0 is out: the operator lets the dataset move to its major
+    /// (`ostore-server dataset allow-major --dataset family 2`).
+    func allowReleaseTwo() throws {
+        try storage.allowMajor(2, dataset: "family")
     }
 
     @Test func twoDevicesConvergeAndNothingIsSentTwice() throws {
@@ -113,7 +120,7 @@ struct SyncEngineTests {
     @Test func anOlderMajorIsToldToUpgradeAndKeepsItsQueue() throws {
         let old = try Device(directory, "old.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
         let next = try Device(directory, "next.sqlite", transport: transport, token: token)
-        try next.engine.sync()  // the dataset moves to 2.0
+        try next.engine.sync()  // a new dataset takes 2.0
         try old.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
         let refusal = #expect(throws: SyncError.self) { try old.engine.sync() }
         #expect(refusal?.kind == .upgradeRequired && refusal?.requiredMajorVersion == 2)
@@ -124,6 +131,29 @@ struct SyncEngineTests {
         #expect(try upgraded.engine.sync().pushed == 1)
         try next.engine.sync()
         #expect(try next.rows("SELECT name FROM remindersLists") == ["Home"])
+    }
+
+    /// An app of a major the operator has not allowed yet is refused, moves nothing and keeps its
+    /// queue; the devices of the dataset's major sync on, and once the operator allows the major the
+    /// same sync goes through.
+    @Test func aNewMajorTheOperatorHasNotAllowedKeepsItsQueueUntilItIs() throws {
+        let old = try Device(directory, "old.sqlite", release: Schema.Version(1, 1), transport: transport, token: token)
+        try old.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
+        try old.engine.sync()
+        let next = try Device(directory, "next.sqlite", transport: transport, token: token)
+        try next.db.execute("INSERT INTO remindersLists (id, name) VALUES ('W', 'Work')")
+        let refusal = #expect(throws: SyncError.self) { try next.engine.sync() }
+        #expect(refusal?.code == .majorNotAllowed && refusal?.status == 409 && refusal?.isRetryable == false)
+        #expect(refusal?.message.contains("Keep your changes queued and sync again later") == true)
+        #expect(try next.log.pendingCount(next.db) == 1)
+        #expect(try storage.schemaVersion(of: "family") == SchemaVersion(1, 1))
+        try old.db.execute("UPDATE remindersLists SET name = 'House' WHERE id = 'L'")
+        #expect(try old.engine.sync().pushed == 1)
+
+        try allowReleaseTwo()
+        #expect(try next.engine.sync().pushed == 1)
+        #expect(try next.rows("SELECT name FROM remindersLists ORDER BY id") == ["House", "Work"])
+        #expect(throws: SyncError.self) { try old.engine.sync() }
     }
 
     // The 2.0 migration gives a reminder whose list a 1.1 device deleted a list again. Found by the
@@ -150,6 +180,7 @@ struct SyncEngineTests {
         let upgradedAlice = try Device(directory, "alice.sqlite", transport: transport, token: token)
         // The recovered list and the reminder's move.
         #expect(try upgradedAlice.log.pendingCount(upgradedAlice.db) == 2)
+        try allowReleaseTwo()
         try upgradedAlice.engine.sync()  // the dataset moves to 2.0
         try bob.db.close()
         let upgradedBob = try Device(directory, "bob.sqlite", transport: transport, token: token)
@@ -353,6 +384,7 @@ struct SyncEngineTests {
         try bob.engine.sync()
         let carol = try Device(directory, "carol.sqlite", transport: transport, token: token)
         carol.engine.afterApplyingChanges = ReleaseTwoDerivations.apply
+        try allowReleaseTwo()
         try carol.engine.sync()  // the dataset moves to 2.0
         #expect(try carol.rows("SELECT CAST(CAST(dueAt AS INTEGER) AS TEXT) FROM reminders") == ["1714521600"])
 

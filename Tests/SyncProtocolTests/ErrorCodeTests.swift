@@ -11,12 +11,14 @@ struct ErrorCodeTests {
         "malformed_json": (400, false), "invalid_message": (400, false), "invalid_change": (400, false),
         "clock_out_of_range": (400, false), "too_many_changes": (400, false), "invalid_cursor": (400, false),
         "protocol_unsupported": (400, false), "unauthorized": (401, false), "forbidden": (403, false),
-        "read_only_token": (403, false), "not_found": (404, false), "method_not_allowed": (405, false),
-        "upgrade_required": (409, false), "schema_conflict": (409, false), "previous_push_missing": (409, false),
+        "read_only_token": (403, false), "site_forbidden": (403, false), "not_found": (404, false),
+        "method_not_allowed": (405, false), "upgrade_required": (409, false), "schema_conflict": (409, false),
+        "previous_push_missing": (409, false), "major_not_allowed": (409, false),
         "body_too_large": (413, false), "unsupported_media_type": (415, false),
         "unsupported_content_encoding": (415, false),
         "invalid_body_encoding": (400, false), "rate_limited": (429, true), "internal_error": (500, true),
-        "unavailable": (503, true),
+        "unavailable": (503, true), "malformed_request": (400, false), "headers_too_large": (431, false),
+        "uri_too_long": (414, false), "length_required": (411, false),
     ]
 
     @Test func everyCodeHasItsSpecifiedStatusAndRetryRule() {

@@ -8,7 +8,7 @@ import Testing
 @Suite("Strict JSON")
 struct StrictJSONTests {
     enum Outcome: Equatable {
-        case accepted, syntax, duplicateKey, tooDeep
+        case accepted, syntax, duplicateKey, tooDeep, tooManyValues
     }
 
     func outcome(_ text: String, maximumDepth: Int = 32) -> Outcome {
@@ -24,6 +24,7 @@ struct StrictJSONTests {
             case .syntax: return .syntax
             case .duplicateKey: return .duplicateKey
             case .tooDeep: return .tooDeep
+            case .tooManyValues: return .tooManyValues
             }
         }
     }
@@ -73,6 +74,20 @@ struct StrictJSONTests {
         #expect(
             outcome("[" + Array(repeating: "[[]]", count: 10_000).joined(separator: ",") + "]", maximumDepth: 3)
                 == .accepted)
+    }
+
+    /// Every value counts, wherever it nests, the document itself too: a body of tiny values is
+    /// refused before a decoder builds a tree of it.
+    @Test func valuesExactlyAtTheLimitAreAcceptedAndOneMoreIsRefused() throws {
+        func values(_ count: Int) -> [UInt8] {
+            Array(("{\"x\":[" + Array(repeating: "0", count: count - 2).joined(separator: ",") + "]}").utf8)
+        }
+        #expect(throws: Never.self) { try StrictJSON.validate(values(1_000), maximumDepth: 32, maximumValues: 1_000) }
+        #expect(throws: StrictJSON.Problem.tooManyValues(limit: 1_000, offset: 2_002)) {
+            try StrictJSON.validate(values(1_001), maximumDepth: 32, maximumValues: 1_000)
+        }
+        #expect(outcome(values(StrictJSON.maximumValues)) == .accepted)
+        #expect(outcome(values(StrictJSON.maximumValues + 1)) == .tooManyValues)
     }
 
     /// Foundation's decoder recurses; StrictJSON runs first and must not, whatever the input.

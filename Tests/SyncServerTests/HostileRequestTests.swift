@@ -1,7 +1,8 @@
 import Foundation
 import SyncProtocol
-import SyncServer
 import Testing
+
+@testable import SyncServer
 
 /// A request an attacker or a broken client might send, and the documented answer.
 private struct HostileCase: CustomStringConvertible {
@@ -16,6 +17,9 @@ private struct HostileCase: CustomStringConvertible {
     var credential = Credential.valid
     var contentType: String? = "application/json"
     var body = Data()
+    /// For a pull: the cursor sent, made from one the server issued for the dataset (the body is
+    /// then that pull's).
+    var cursor: (@Sendable (_ issued: String) -> String)?
     var status: Int
     var code: String?
 
@@ -41,6 +45,46 @@ private func change(
 }
 
 private func value(_ json: String) -> Data { push(change(columns: #"{"title":\#(json)}"#)) }
+
+/// A pull body around `cursor`.
+private func pull(cursor: String) -> Data {
+    Data(#"{"protocolVersion":1,"schemaVersion":"1.0.0","site":"\#(site)","cursor":"\#(cursor)"}"#.utf8)
+}
+
+/// An issued cursor (`ID.PAYLOAD.MAC`) with `change` made to its JSON, its key id and MAC kept.
+private func tampered(_ change: @escaping @Sendable (String) -> String) -> @Sendable (String) -> String {
+    { issued in
+        var parts = issued.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        // An unsigned cursor, as earlier releases issued them, is the JSON alone.
+        let payload = parts.count == 3 ? 1 : 0
+        let json = String(decoding: Data(base64URLEncoded: parts[payload]) ?? Data(), as: UTF8.self)
+        parts[payload] = Data(change(json).utf8).base64URLEncoded
+        return parts.joined(separator: ".")
+    }
+}
+
+/// A cursor's parts (`ID.PAYLOAD.MAC`) put together again by `build`.
+private func rebuilt(_ build: @escaping @Sendable (_ id: String, _ payload: String, _ mac: String) -> String)
+    -> @Sendable (String) -> String
+{
+    { issued in
+        let parts = issued.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        return parts.count == 3 ? build(parts[0], parts[1], parts[2]) : build("1", issued, "")
+    }
+}
+
+/// A cursor's JSON with one character of its incarnation changed.
+private func changingIncarnation(_ json: String) -> String {
+    guard let start = json.range(of: #""incarnation":""#)?.upperBound else { return json }
+    return json.replacingCharacters(in: start...start, with: json[start] == "0" ? "1" : "0")
+}
+
+private let macOfZeros = Data(count: 32).base64URLEncoded
+
+/// A pull of dataset `family` whose cursor `cursor` makes from an issued one, answered `invalid_cursor`.
+private func refusedCursor(_ name: String, _ cursor: @escaping @Sendable (String) -> String) -> HostileCase {
+    HostileCase(name: name, path: "/v1/datasets/family/pull", cursor: cursor, status: 400, code: "invalid_cursor")
+}
 
 private let farFuture = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
 
@@ -234,6 +278,35 @@ private let hostileCases: [HostileCase] = [
         body: Data(
             #"{"protocolVersion":1,"schemaVersion":"1.0.0","site":"\#(site)","cursor":"\#(Data(#"{"dataset":"other","serial":0}"#.utf8).base64EncodedString())"}"#
                 .utf8), status: 400, code: "invalid_cursor"),
+    HostileCase(
+        name: "forged cursor with a MAC of zeros", path: "/v1/datasets/family/pull",
+        body: pull(cursor: "1.\(Data(#"{"dataset":"family","serial":0}"#.utf8).base64URLEncoded).\(macOfZeros)"),
+        status: 400, code: "invalid_cursor"),
+    refusedCursor(
+        "issued cursor without its MAC, as earlier releases wrote cursors", rebuilt { _, payload, _ in payload }),
+    refusedCursor("issued cursor with an empty MAC", rebuilt { id, payload, _ in "\(id).\(payload)." }),
+    refusedCursor("issued cursor with a MAC of zeros", rebuilt { id, payload, _ in "\(id).\(payload).\(macOfZeros)" }),
+    refusedCursor("issued cursor with its MAC twice", rebuilt { id, payload, mac in "\(id).\(payload).\(mac).\(mac)" }),
+    refusedCursor(
+        "issued cursor naming a key that does not exist", rebuilt { _, payload, mac in "999.\(payload).\(mac)" }),
+    refusedCursor("issued cursor naming key 0", rebuilt { _, payload, mac in "0.\(payload).\(mac)" }),
+    refusedCursor(
+        "issued cursor with a 30-digit key id",
+        rebuilt { _, payload, mac in "\(String(repeating: "9", count: 30)).\(payload).\(mac)" }),
+    refusedCursor(
+        "tampered cursor: one byte of the serial changed",
+        tampered { $0.replacingOccurrences(of: #""serial":0"#, with: #""serial":1"#) }),
+    refusedCursor("tampered cursor: one byte of the incarnation changed", tampered(changingIncarnation)),
+    refusedCursor(
+        "tampered cursor: a snapshot position with a garbage key",
+        tampered { json in
+            json.replacingOccurrences(
+                of: #""serial":0"#,
+                with: #""snapshot":{"key":"garbage","rowsDone":0,"rowsTotal":-1,"startSerial":0,"table":"notes"}"#)
+        }),
+    refusedCursor(
+        "tampered cursor: another dataset's name",
+        tampered { $0.replacingOccurrences(of: #""dataset":"family""#, with: #""dataset":"other""#) }),
 ]
 
 @Suite("Reference server: hostile requests")
@@ -255,6 +328,8 @@ struct HostileRequestTests {
         let bystander = TestPeer(server, dataset: "other", token: otherToken.secret, siteByte: 0x0B)
         _ = try bystander.push([bystander.change(.insert, "safe", ["title": .text("untouched")], seq: 1)])
         let before = try ProtocolJSON.encode(try bystander.pullAll().changes)
+        // The empty dataset's snapshot ends with a cursor at the log's start: the one tampered with.
+        let issued = try TestPeer(server, dataset: "family", token: valid, siteByte: 0xA1).pull(cursor: nil).cursor
 
         for hostile in hostileCases {
             var headers: [(String, String)] = []
@@ -269,7 +344,8 @@ struct HostileRequestTests {
             case .raw(let value): headers.append(("Authorization", value))
             }
             let connection = try RawHTTPConnection(port: server.port)
-            try connection.sendRequest(hostile.method, hostile.path, headers: headers, body: hostile.body)
+            let body = hostile.cursor.map { pull(cursor: $0(issued)) } ?? hostile.body
+            try connection.sendRequest(hostile.method, hostile.path, headers: headers, body: body)
             let response = try connection.readResponse(timeout: .seconds(10))
             #expect(response.status == hostile.status, "\(hostile.name): \(response.text.prefix(300))")
             #expect(response.errorCode == hostile.code, "\(hostile.name): \(response.text.prefix(300))")

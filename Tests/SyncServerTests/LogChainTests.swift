@@ -119,6 +119,10 @@ struct LogChainTests {
         let token = try storage.createToken(dataset: "family", readOnly: false).secret
         let service = SyncService(storage: storage)
         let other = SiteID(bytes: Data(repeating: 0xB2, count: 16))!
+        // The empty dataset's snapshot ends with a cursor at the log's start.
+        let start = try JSONDecoder().decode(
+            PullResponse.self, from: try service.pull(family: token, cursor: nil, site: other).body
+        ).cursor
         func push(_ seqs: ClosedRange<Int>, from pusher: SiteID) throws {
             let changes = seqs.map { seq in
                 var change = self.change("\(pusher.bytes[0])-\(seq)", seq: Int64(seq))
@@ -136,22 +140,20 @@ struct LogChainTests {
             #expect(answer.status.rawValue == 200, "\(String(decoding: answer.body, as: UTF8.self))")
             let response = try JSONDecoder().decode(PullResponse.self, from: answer.body)
             return (
-                response.changes.count, try PullCursor(decoding: response.cursor, dataset: "family"), response.cursor
+                response.changes.count, try service.cursorKeys.open(response.cursor, dataset: "family"),
+                response.cursor
             )
         }
         func mark(at serial: Int64) throws -> Int64? {
             try storage.logChain(dataset: "family", serial: serial)
         }
-        let incarnation = try storage.datasetState("family", site: site).incarnation
-        let start = PullCursor.log(0, dataset: "family", incarnation: incarnation, chain: nil).encoded
+        // Serials 1–10 are this site's: the other site's pull of ten from the start ends at 10.
+        let atTen = try service.pull(family: token, cursor: start, site: other, limit: 10)
+        let tenth = try JSONDecoder().decode(PullResponse.self, from: atTen.body).cursor
+        #expect(try service.cursorKeys.open(tenth, dataset: "family").serial == 10)
 
         // The puller's own entries are left out: a full page of the other site's three, from 10 on.
-        let full = try page(
-            PullCursor.log(
-                10, dataset: "family", incarnation: incarnation,
-                chain: try storage.logChain(
-                    dataset: "family", serial: 10)
-            ).encoded, limit: 3)
+        let full = try page(tenth, limit: 3)
         #expect(try full.changes == 3 && full.cursor.serial == 13 && full.cursor.mark == mark(at: 13))
         // Then only its own entries: the page ends at the log's end.
         let ownTail = try page(full.text, limit: 3)
@@ -160,8 +162,8 @@ struct LogChainTests {
         #expect(try atTheEnd.changes == 0 && atTheEnd.cursor.mark == mark(at: 15))
         // From the start as the other site: a full page ends at its last entry.
         let fromStart = try service.pull(family: token, cursor: start, site: other, limit: 4)
-        let firstPage = try PullCursor(
-            decoding: try JSONDecoder().decode(PullResponse.self, from: fromStart.body).cursor, dataset: "family")
+        let firstPage = try service.cursorKeys.open(
+            try JSONDecoder().decode(PullResponse.self, from: fromStart.body).cursor, dataset: "family")
         #expect(try firstPage.serial == 4 && firstPage.mark == mark(at: 4))
 
         // A snapshot in pages of 4 while the other site pushes: every page's cursor carries the mark
@@ -221,9 +223,9 @@ struct LogChainTests {
     }
 
     /// Entries the release before fingerprints stored (server schema 1.3) have none after the
-    /// upgrade; the first stored after them starts a chain, and a cursor without a mark (issued
-    /// before) keeps working.
-    @Test func entriesStoredBeforeFingerprintsHaveNoneAndCursorsOfThatTimeStayValid() throws {
+    /// upgrade; the first stored after them starts a chain, and a cursor at one of them carries no
+    /// mark and keeps working.
+    @Test func entriesStoredBeforeFingerprintsHaveNoneAndCursorsAtThemStayValid() throws {
         let directory = try TemporaryDirectory()
         let data = URL(fileURLWithPath: directory.path("data"))
         // A data directory of the release before fingerprints, with a log of three changes.
@@ -256,27 +258,29 @@ struct LogChainTests {
         #expect(fourth == LogChain.next(after: nil, body: try #require(try storage.logBody(serial: 4))))
         let service = SyncService(storage: storage)
 
-        // As the release before fingerprints issued it: no mark.
+        // What the server issues at serial 2, an entry without a fingerprint: no mark. The cursors
+        // below are signed in-process, as a pull would issue them at positions of this hand-made
+        // log, for the checks behind the signature.
         let issuedBefore = PullCursor.log(2, dataset: "family", incarnation: "before", chain: nil)
         #expect(issuedBefore.mark == nil)
-        let fromOld = try service.pull(family: token, cursor: issuedBefore.encoded)
+        let fromOld = try service.pull(family: token, cursor: try service.cursorKeys.seal(issuedBefore))
         #expect(fromOld.status.rawValue == 200)
         let answer = try JSONDecoder().decode(PullResponse.self, from: fromOld.body)
         #expect(answer.changes.map(\.seq) == [3, 4])
-        let next = try PullCursor(decoding: answer.cursor, dataset: "family")
+        let next = try service.cursorKeys.open(answer.cursor, dataset: "family")
         #expect(next.serial == 4 && next.mark == fourth)
         #expect(try service.pull(family: token, cursor: answer.cursor).status.rawValue == 200)
 
         // A cursor whose fingerprint the entry no longer has is refused.
         var forged = next
         forged.mark = fourth &+ 1
-        let refused = try service.pull(family: token, cursor: forged.encoded)
+        let refused = try service.pull(family: token, cursor: try service.cursorKeys.seal(forged))
         #expect(refused.status.rawValue == 400)
         #expect(try JSONDecoder().decode(ErrorBody.self, from: refused.body).error.code == .invalidCursor)
         // Nor is a fingerprint given for an entry that has none.
         var unmarkable = next
         unmarkable.serial = 3
-        #expect(try service.pull(family: token, cursor: unmarkable.encoded).status.rawValue == 400)
+        #expect(try service.pull(family: token, cursor: try service.cursorKeys.seal(unmarkable)).status.rawValue == 400)
     }
 
     private func change(_ id: String, seq: Int64) -> Change {

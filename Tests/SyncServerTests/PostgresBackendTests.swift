@@ -111,6 +111,54 @@ struct PostgresBackendTests {
         #expect(try bob.pullAll().changes.contains { $0.site == alice.site && $0.key["id"] == .text("n1") })
     }
 
+    /// A rotation of the cursor keys reaches a server that runs on: the first cursor of the new key
+    /// that another server (started since) issued makes it read the keys again, sign with the new
+    /// one and, after a second rotation, refuse the cursors of the key that one dropped.
+    @Test func aServerSeesARotationThatAnotherServerReadFirstWithoutARestart() throws {
+        let directory = try TemporaryDirectory()
+        let (first, second) = try twoServers(directory)
+        let token = try makeDataset(first, "family")
+        let alice = TestPeer(first, dataset: "family", token: token, siteByte: 0xA1)
+        let viaFirst = TestPeer(first, dataset: "family", token: token, siteByte: 0xB2)
+        let viaSecond = TestPeer(second, dataset: "family", token: token, siteByte: 0xB2)
+        func keyID(_ cursor: String) -> Substring { cursor.prefix { $0 != "." } }
+        func rotateAndRestartFirst() throws {
+            let rotation = try run(
+                try builtProduct("ostore-server").path, ["cursor-keys", "rotate"] + first.storageArguments)
+            #expect(rotation.status == 0, "\(String(decoding: rotation.error, as: UTF8.self))")
+            #expect(first.stop() == 0)
+            try first.startAgainOnSamePort()
+        }
+        func push(_ seq: Int64) throws {
+            _ = try alice.push([alice.change(.insert, "n\(seq)", ["title": .text("t")], seq: seq)])
+        }
+        // The empty dataset's snapshot ends at the log's start; both servers sign with key 1.
+        let keyOne = try viaSecond.pull(cursor: nil).cursor
+        #expect(keyID(keyOne) == "1")
+        #expect(keyID(try viaFirst.pull(cursor: keyOne).cursor) == "1")
+
+        try rotateAndRestartFirst()
+        try push(1)
+        let keyTwo = try viaFirst.pull(cursor: keyOne)
+        #expect(keyTwo.changes.count == 1 && keyID(keyTwo.cursor) == "2")
+        // The second server, running since before the rotation, serves it and signs with key 2 on.
+        try push(2)
+        let fromSecond = try viaSecond.pull(cursor: keyTwo.cursor)
+        #expect(fromSecond.changes.count == 1 && keyID(fromSecond.cursor) == "2")
+
+        try rotateAndRestartFirst()
+        let keyThree = try viaFirst.pull(cursor: fromSecond.cursor)
+        #expect(keyID(keyThree.cursor) == "3")
+        #expect(keyID(try viaSecond.pull(cursor: keyThree.cursor).cursor) == "3")
+        // Key 1 is dropped: the second server, never restarted, refuses its cursors too.
+        let refused = try second.request(
+            "POST", "/v1/datasets/family/pull", token: token,
+            json: try ProtocolJSON.encode(
+                PullRequest(
+                    protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: viaSecond.site, cursor: keyOne)))
+        #expect(refused.status == 400 && refused.errorCode == "invalid_cursor")
+    }
+
     /// A server over a cluster of its own (stopping the shared one would break other tests), a
     /// dataset, and a first change stored by alice.
     private func serverOnAClusterOfItsOwn(_ directory: TemporaryDirectory) throws -> (

@@ -54,26 +54,16 @@ struct PushOrderTests {
             HTTPRequest(method: "POST", path: "/v1/datasets/family/\(endpoint)", headers: headers, body: body))
     }
 
-    /// The seqs of `site`'s changes in the log, in log order (pulled from its start by another site).
+    /// The seqs of `site`'s changes in the log, in log order (pulled from its start by another site,
+    /// with the cursor the service issues there).
     private func pulledSeqs(_ service: SyncService, token: String) throws -> [Int64] {
-        let start = PullCursor.log(
-            0, dataset: "family", incarnation: try service.storage.datasetState("family", site: reader).incarnation,
-            chain: nil)
-        let answer = try service.pull(family: token, cursor: start.encoded, site: reader, limit: 1_000)
+        let start = try service.cursorKeys.seal(
+            PullCursor.log(
+                0, dataset: "family", incarnation: try service.storage.datasetState("family", site: reader).incarnation,
+                chain: nil))
+        let answer = try service.pull(family: token, cursor: start, site: reader, limit: 1_000)
         #expect(answer.status.rawValue == 200)
         return try JSONDecoder().decode(PullResponse.self, from: answer.body).changes.map(\.seq)
-    }
-
-    /// A service over a ``SlowWakingStorage`` of SQLite in `directory` with the dataset `family`,
-    /// that storage, and a read-write token.
-    private static func watchedService(in directory: TemporaryDirectory, holdsSatisfiedWaits: Bool = true) throws
-        -> (SyncService, SlowWakingStorage, token: String)
-    {
-        let (inner, _) = try LogChainTests.open(.sqlite, in: directory)
-        let storage = SlowWakingStorage(inner, holdsSatisfiedWaits: holdsSatisfiedWaits)
-        try storage.createDataset(named: "family")
-        let token = try storage.createToken(dataset: "family", readOnly: false).secret
-        return (SyncService(storage: storage, pushOrderWait: .seconds(30)), storage, token)
     }
 
     /// `seqs` pushed on a thread of its own, started at once (a shared queue may start it late):
@@ -146,14 +136,20 @@ struct PushOrderTests {
     }
 
     /// Over HTTP, with one libmicrohttpd polling thread: the waiting push must not hold up the
-    /// thread that reads the batch it waits for (handlers run on threads of their own, the
-    /// connection suspended meanwhile). Run on a polling thread, it would wait out its time and be
-    /// refused, whichever connection came first.
+    /// thread that reads the batch it waits for (its connection is suspended while it waits, and it
+    /// holds no thread). Held on the polling thread, it would wait out its time and be refused,
+    /// whichever connection came first.
     @Test(arguments: StorageBackend.allCases)
     func aWaitingPushHoldsUpNoOtherConnection(_ backend: StorageBackend) throws {
         let server = try LiveServer(backend: backend, arguments: ["--threads", "1"])
         let token = try makeDataset(server, "family")
         let path = "/v1/datasets/family/push"
+        // The empty dataset's snapshot ends with a cursor at the log's start.
+        let start = try server.post(
+            "pull", dataset: "family", token: token,
+            PullRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: reader, cursor: nil),
+            as: PullResponse.self
+        ).cursor
         // The second batch goes out first and is left waiting on the server...
         let waiting = try RawHTTPConnection(port: server.port)
         try waiting.sendRequest(
@@ -167,13 +163,10 @@ struct PushOrderTests {
         #expect(stored.status == 200, "\(stored.text)")
         #expect(try JSONDecoder().decode(PushResponse.self, from: stored.body).acknowledgedThrough == 10)
         // Stored in order: the log, read from its start by another site, holds 1…10.
-        let storage = try server.storage()
-        let start = PullCursor.log(
-            0, dataset: "family", incarnation: try storage.datasetState("family", site: reader).incarnation, chain: nil)
         let log = try server.post(
             "pull", dataset: "family", token: token,
             PullRequest(
-                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: reader, cursor: start.encoded,
+                protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: reader, cursor: start,
                 limit: 100), as: PullResponse.self)
         #expect(log.changes.map(\.seq) == Array(1...10))
     }
@@ -211,26 +204,6 @@ struct PushOrderTests {
         _ = try push(6...10, after: 5, to: service, token: token)
         #expect(try answer(push(6...10, after: 5, to: service, token: token)).acknowledgedThrough == 10)
         #expect(try pulledSeqs(service, token: token) == Array(1...10))
-    }
-
-    /// Pushes naming the batch they follow, and only they, run apart from the polling threads in
-    /// `ostore-server`: they may wait for it.
-    @Test func onlyPushesNamingTheBatchBeforeMayWaitForAnotherRequest() throws {
-        let directory = try TemporaryDirectory()
-        let (storage, _) = try LogChainTests.open(.sqlite, in: directory)
-        let service = SyncService(storage: storage)
-        func request(_ method: String, _ path: String, _ body: Data) -> HTTPRequest {
-            HTTPRequest(method: method, path: path, headers: HTTPHeaders(), body: body)
-        }
-        let following = try pushBody(6...10, after: 5)
-        #expect(service.mayWaitForAnotherRequest(request("POST", "/v1/datasets/family/push", following)))
-        for (method, path, body) in [
-            ("POST", "/v1/datasets/family/push", try pushBody(1...5)),
-            ("POST", "/v1/datasets/family/pull", following), ("POST", "/v1/datasets/family/hello", following),
-            ("GET", "/healthz", Data()), ("GET", "/v1/datasets/family/push", following),
-        ] {
-            #expect(!service.mayWaitForAnotherRequest(request(method, path, body)), "\(method) \(path)")
-        }
     }
 
     /// The hello states how many pushes a client may have in flight.
@@ -279,112 +252,64 @@ struct PushOrderTests {
     }
 
     /// The batch a waiting push follows is stored and answered, and its client sends the next
-    /// batch before the waiting push's thread has woken: that one no longer counts as waiting, so
-    /// the next is taken, not refused as a second waiting push of the site (seen in CI under load
-    /// as one batch sent twice).
+    /// batch before the watcher has woken the waiting push: that one no longer counts as waiting,
+    /// so the next is taken, not refused as a second waiting push of the site (seen in CI under
+    /// load as one batch sent twice).
     @Test func aPushWhoseBatchBeforeIsStoredNoLongerCountsAsWaiting() throws {
-        let directory = try TemporaryDirectory()
-        let (service, storage, token) = try Self.watchedService(in: directory)
-        let (second, secondDone) = pushOnItsOwnThread(6...10, after: 5, to: service, token: token)
-        // Waiting for 5 (however late its thread ran).
-        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
-        #expect(try answer(push(1...5, to: service, token: token)).acknowledgedThrough == 5)
-        // The second push's wait has seen 5 stored, but its thread is held before it returns.
-        #expect(storage.satisfiedWaits.wait(timeout: .now() + 30) == .success)
+        let family = WaitingPushes.Site(dataset: "family", site: site)
+        // A high-water mark the watcher never sees reached: only the admission's own reading counts.
+        let waits = WaitingPushes(limits: .init(perSite: 1, perToken: 16, total: 64)) { _ in 0 }
+        let deadline = ContinuousClock.now + .seconds(30)
+        try waits.wait(family, token: "t", after: 5, highWater: 0, until: deadline) { _ in }
+        // Refused while 5 is not stored...
+        #expect(throws: WaitingPushes.Refusal.siteLimit) {
+            try waits.wait(family, token: "t", after: 10, highWater: 0, until: deadline) { _ in }
+        }
+        // ...taken once it is, though the first has not been woken.
+        try waits.wait(family, token: "t", after: 10, highWater: 5, until: deadline) { _ in }
+        #expect(waits.waiting == 2)
+    }
 
-        let (third, thirdDone) = pushOnItsOwnThread(11...15, after: 10, to: service, token: token)
-        // Taken and waiting for 10, not refused at once (the second is still held meanwhile).
-        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
-        storage.wakes.signal()
-        storage.wakes.signal()
-        #expect(secondDone.wait(timeout: .now() + 30) == .success)
-        #expect(thirdDone.wait(timeout: .now() + 30) == .success)
-        #expect(second.value?.status.rawValue == 200)
-        #expect(
-            third.value?.status.rawValue == 200, "\(third.value.map { String(decoding: $0.body, as: UTF8.self) } ?? "")"
-        )
-        #expect(try pulledSeqs(service, token: token) == Array(1...15))
+    /// Waits are bounded per site, per token and in all, each refused at once.
+    @Test func waitingPushesAreBoundedPerSitePerTokenAndInAll() throws {
+        let waits = WaitingPushes(limits: .init(perSite: 1, perToken: 3, total: 5)) { _ in 0 }
+        let deadline = ContinuousClock.now + .seconds(30)
+        func site(_ byte: UInt8) -> WaitingPushes.Site {
+            .init(dataset: "family", site: SiteID(bytes: Data(repeating: byte, count: 16))!)
+        }
+        for byte: UInt8 in 1...3 {
+            try waits.wait(site(byte), token: "a", after: 5, highWater: 0, until: deadline) { _ in }
+        }
+        #expect(throws: WaitingPushes.Refusal.tokenLimit) {
+            try waits.wait(site(4), token: "a", after: 5, highWater: 0, until: deadline) { _ in }
+        }
+        #expect(throws: WaitingPushes.Refusal.siteLimit) {
+            try waits.wait(site(1), token: "b", after: 9, highWater: 0, until: deadline) { _ in }
+        }
+        for byte: UInt8 in 4...5 {
+            try waits.wait(site(byte), token: "b", after: 5, highWater: 0, until: deadline) { _ in }
+        }
+        #expect(throws: WaitingPushes.Refusal.totalLimit) {
+            try waits.wait(site(6), token: "c", after: 5, highWater: 0, until: deadline) { _ in }
+        }
     }
 
     /// A site has at most `maxPushesInFlight - 1` pushes waiting (its engine never more): one more
-    /// is refused at once, without holding a thread for the wait.
+    /// is refused at once.
     @Test func aSecondWaitingPushOfOneSiteIsRefusedAtOnce() throws {
         let directory = try TemporaryDirectory()
-        let (service, storage, token) = try Self.watchedService(in: directory, holdsSatisfiedWaits: false)
+        let (service, token) = try Self.service(.sqlite, in: directory, pushOrderWait: .seconds(30))
         let (first, done) = pushOnItsOwnThread(11...15, after: 10, to: service, token: token)
         // The first waits for 10 (however late its thread ran).
-        #expect(storage.entered.wait(timeout: .now() + 30) == .success)
+        #expect(eventually(timeout: .seconds(30)) { service.waitingPushes.waiting == 1 })
+        let started = ContinuousClock.now
         let second = try push(6...10, after: 5, to: service, token: token)
         #expect(second.status.rawValue == 409 && errorCode(second) == .previousPushMissing)
+        #expect(ContinuousClock.now - started < .seconds(5))
         _ = try push(1...5, to: service, token: token)
         _ = try push(6...10, after: 5, to: service, token: token)
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(first.value?.status.rawValue == 200)
         #expect(try pulledSeqs(service, token: token) == Array(1...15))
-    }
-}
-
-/// A storage that signals ``entered`` as each push starts waiting for a high-water mark (the
-/// service admitted it), and whose waits, once the mark is reached, return only when ``wakes`` is
-/// signalled (as a thread not yet scheduled would; unless `holdsSatisfiedWaits` is false):
-/// ``satisfiedWaits`` is signalled as each is reached. Everything else is `inner`'s.
-private final class SlowWakingStorage: SyncStorage {
-    let inner: any SyncStorage
-    let holdsSatisfiedWaits: Bool
-    let entered = DispatchSemaphore(value: 0)
-    let satisfiedWaits = DispatchSemaphore(value: 0)
-    let wakes = DispatchSemaphore(value: 0)
-
-    init(_ inner: any SyncStorage, holdsSatisfiedWaits: Bool = true) {
-        self.inner = inner
-        self.holdsSatisfiedWaits = holdsSatisfiedWaits
-    }
-
-    func waitForHighWater(_ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant)
-        throws(ServerError) -> Bool
-    {
-        entered.signal()
-        let reached = try inner.waitForHighWater(seq, site: site, dataset: dataset, until: deadline)
-        guard holdsSatisfiedWaits else { return reached }
-        satisfiedWaits.signal()
-        _ = wakes.wait(timeout: .now() + 30)
-        return reached
-    }
-
-    func createDataset(named name: String) throws(ServerError) { try inner.createDataset(named: name) }
-    func datasets() throws(ServerError) -> [DatasetSummary] { try inner.datasets() }
-    func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
-        try inner.createToken(dataset: dataset, readOnly: readOnly)
-    }
-    func revokeToken(id: String) throws(ServerError) { try inner.revokeToken(id: id) }
-    func tokens() throws(ServerError) -> [TokenSummary] { try inner.tokens() }
-    func checkHealth() throws(ServerError) { try inner.checkHealth() }
-    func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant? {
-        try inner.grant(forTokenDigest: digest)
-    }
-    func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
-        try inner.schemaVersion(of: dataset)
-    }
-    func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
-        try inner.recordSchema(schema, dataset: dataset, mayMoveDataset: mayMoveDataset)
-    }
-    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String) throws -> Int64 {
-        try inner.storeBatch(batch, site: site, clientSchema: clientSchema, dataset: dataset)
-    }
-    func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
-        -> LogPage
-    {
-        try inner.readLog(dataset: dataset, after: serial, excluding: site, limit: limit)
-    }
-    func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
-        -> SnapshotPage
-    {
-        try inner.readSnapshot(dataset: dataset, after: position, limit: limit)
-    }
-    func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
-        try inner.datasetState(dataset, site: site)
-    }
-    func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? {
-        try inner.logChain(dataset: dataset, serial: serial)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import SyncProtocol
-import SyncServer
 import Testing
+
+@testable import SyncServer
 
 @Suite("Reference server: restored from a backup")
 struct RestoreTests {
@@ -58,7 +59,7 @@ struct RestoreTests {
     }
 
     @Test(arguments: StorageBackend.allCases)
-    func cursorsOfTheReleaseBeforeIncarnationsStayValidUntilARestore(_ backend: StorageBackend) throws {
+    func cursorsOfADatasetWithoutIncarnationStayValidUntilARestore(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
         let storage: any SyncStorage
         // A dataset made by the release before incarnations.
@@ -87,11 +88,15 @@ struct RestoreTests {
         let token = try storage.createToken(dataset: "family", readOnly: false).secret
         let service = SyncService(storage: storage)
         try forgetIncarnations()
-        // A cursor the release before issued.
-        let old = Data(#"{"dataset":"family","serial":0}"#.utf8).base64EncodedString()
+        // A cursor issued while the dataset has no incarnation (the empty dataset's snapshot ends at
+        // the log's start) carries none.
+        let old = try JSONDecoder().decode(PullResponse.self, from: try service.pull(family: token, cursor: nil).body)
+            .cursor
+        #expect(try service.cursorKeys.open(old, dataset: "family").incarnation == nil)
         #expect(try service.pull(family: token, cursor: old).status.rawValue == 200)
-        // A serial past the log's end is one the server will give to other changes.
-        let ahead = Data(#"{"dataset":"family","serial":7}"#.utf8).base64EncodedString()
+        // A serial past the log's end is one the server will give to other changes (signed in-process
+        // as a server would issue it before losing them, for the check behind the signature).
+        let ahead = try service.cursorKeys.seal(PullCursor.log(7, dataset: "family", incarnation: nil, chain: nil))
         #expect(try service.pull(family: token, cursor: ahead).status.rawValue == 400)
         try renewIncarnations()
         #expect(try service.pull(family: token, cursor: old).status.rawValue == 400)

@@ -189,8 +189,22 @@ struct ServerProtocolTests {
         #expect(try newer.hello().verdict == .compatible)
         let stale = try old.hello()
         #expect(stale.verdict == .newerSchemaAvailable && stale.datasetSchemaVersion == SchemaVersion(1, 1))
-        // A read-only client does not move the dataset.
-        #expect(try readOnlyNext.hello().verdict == .compatible)
+        // A read-only client does not move the dataset; a new major the operator has not allowed
+        // is refused, whatever the token.
+        var readOnlyNewMinor = readOnlyNext
+        readOnlyNewMinor.schema.version = SchemaVersion(1, 2)
+        #expect(try readOnlyNewMinor.hello().verdict == .compatible)
+        #expect(try old.hello().datasetSchemaVersion == SchemaVersion(1, 1))
+        let unallowed = try server.request(
+            "POST", "/v1/datasets/family/hello", token: token,
+            json: try ProtocolJSON.encode(HelloRequest(site: next.site, schema: next.schema)))
+        #expect(unallowed.status == 409 && unallowed.errorCode == "major_not_allowed")
+        // The operator allows release 2 to move it (`ostore-server dataset allow-major`).
+        try server.storage().allowMajor(2, dataset: "family")
+        let pastTheAllowance = try server.request(
+            "POST", "/v1/datasets/family/hello", token: reader,
+            json: try ProtocolJSON.encode(HelloRequest(site: readOnlyNext.site, schema: readOnlyNext.schema)))
+        #expect(pastTheAllowance.status == 409 && pastTheAllowance.errorCode == "major_not_allowed")
         #expect(try old.hello().datasetSchemaVersion == SchemaVersion(1, 1))
         #expect(try next.hello().verdict == .compatible)
         let refused = try old.hello()
@@ -231,6 +245,27 @@ struct ServerProtocolTests {
         #expect(metrics.contains("ostore_request_duration_seconds_count"))
         let open = metrics.split(separator: "\n").first { $0.hasPrefix("ostore_open_connections ") }
         #expect((open?.split(separator: " ").last).flatMap { Int($0) }.map { $0 >= 1 } == true)
+    }
+
+    /// `ostore_changes_pushed_total` counts changes stored, as documented: a replayed push is
+    /// acknowledged again and counted once.
+    @Test(arguments: StorageBackend.allCases) func aReplayedPushIsNotCountedAgain(_ backend: StorageBackend) throws {
+        let server = try LiveServer(backend: backend)
+        let token = try makeDataset(server, "family")
+        let alice = TestPeer(server, dataset: "family", token: token, siteByte: 1)
+        let changes = (1...3).map { alice.change(.insert, "n\($0)", ["title": .text("t")], seq: Int64($0)) }
+        func pushed() throws -> Int? {
+            let metrics = try server.request("GET", "/metrics").text
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("ostore_changes_pushed_total ") }
+            return line.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        #expect(try alice.push(changes).acknowledgedThrough == 3)
+        #expect(try pushed() == 3)
+        #expect(try alice.push(changes).acknowledgedThrough == 3)
+        #expect(
+            try alice.push(Array(changes.suffix(2)) + [alice.change(.insert, "n4", [:], seq: 4)]).acknowledgedThrough
+                == 4)
+        #expect(try pushed() == 4)
     }
 
     @Test(arguments: StorageBackend.allCases) func eachRequestIsOneJSONLogLineWithoutTheToken(_ backend: StorageBackend)

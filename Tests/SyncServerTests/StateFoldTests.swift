@@ -166,7 +166,8 @@ struct StateFoldTests {
             """
             INSERT INTO server_datasets (id, name, createdAt, schemaVersion, lastSerial, incarnation)
                 SELECT id, name, createdAt, schemaVersion, lastSerial, incarnation FROM reference.server_datasets;
-            INSERT INTO server_sites SELECT * FROM reference.server_sites;
+            INSERT INTO server_sites (datasetID, site, highSeq)
+                SELECT datasetID, site, highSeq FROM reference.server_sites;
             INSERT INTO server_log (datasetID, serial, site, body)
                 SELECT datasetID, serial, site, body FROM reference.server_log;
             INSERT INTO server_rows

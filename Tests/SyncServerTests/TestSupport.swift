@@ -48,23 +48,29 @@ final class RawHTTPConnection {
     /// Bytes received and not consumed by a response yet.
     private var pending = Data()
 
-    /// Connects to `host:port` (IPv4).
-    init(port: UInt16, host: String = "127.0.0.1") throws {
+    /// Connects to `host:port` (IPv4), from `source` when given (another loopback address, so a test
+    /// can play clients of several addresses).
+    init(port: UInt16, host: String = "127.0.0.1", from source: String? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTPError.connectFailed(errno) }
+        let bound = source.map { source in Self.withAddress(source, port: 0) { bind(descriptor, $0, $1) } } ?? 0
+        guard bound == 0, Self.withAddress(host, port: port, { connect(descriptor, $0, $1) }) == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw RawHTTPError.connectFailed(code)
+        }
+    }
+
+    /// `body` with `host:port` as an IPv4 `sockaddr` and its length.
+    private static func withAddress(
+        _ host: String, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            throw RawHTTPError.connectFailed(code)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 

@@ -166,9 +166,14 @@ public struct ServerStartFailure: Error, CustomStringConvertible {
 }
 
 /// Makes a dataset (unless it exists) and a token for it on `server`'s storage; returns the token.
-public func makeDataset(_ server: LiveServer, _ name: String, readOnly: Bool = false) throws -> String {
+/// With `allowingMajor`, the dataset may move up to that major, as after
+/// `ostore-server dataset create NAME --allow-major N`.
+public func makeDataset(_ server: LiveServer, _ name: String, readOnly: Bool = false, allowingMajor major: Int? = nil)
+    throws -> String
+{
     let storage = try server.storage()
     if try !storage.datasets().contains(where: { $0.name == name }) { try storage.createDataset(named: name) }
+    if let major { try storage.allowMajor(major, dataset: name) }
     return try storage.createToken(dataset: name, readOnly: readOnly).secret
 }
 

@@ -55,6 +55,14 @@ public enum ProtocolJSON {
         return (push, Array(repeating: nil, count: push.changes.count))
     }
 
+    /// A push body as ``MessageReader`` reads it in one pass, or nil when that reader does not vouch
+    /// for it (``decode(_:from:limits:)`` then reads it, and gives the error if there is one).
+    package static func readCanonicalPush(from data: Data, limits: Limits) -> (
+        push: PushRequest, texts: [MessageReader.CanonicalText?]
+    )? {
+        MessageReader.read(data, limits: limits)
+    }
+
     /// A row's key or columns as ``ProtocolJSON/encode(_:)`` wrote them (what a server keeps),
     /// read in one pass when ``MessageReader`` vouches for the text, else by `JSONDecoder`.
     ///

@@ -17,6 +17,7 @@ public enum StrictJSON {
         case syntax(offset: Int, expected: String)
         case duplicateKey(String, offset: Int)
         case tooDeep(limit: Int, offset: Int)
+        case tooManyValues(limit: Int, offset: Int)
 
         public var description: String {
             switch self {
@@ -24,6 +25,7 @@ public enum StrictJSON {
             case .duplicateKey(let key, let offset):
                 "byte \(offset): key \(String(key.prefix(64)).debugDescription) appears twice in one object"
             case .tooDeep(let limit, let offset): "byte \(offset): nested deeper than \(limit) levels"
+            case .tooManyValues(let limit, let offset): "byte \(offset): more than \(limit) values in one document"
             }
         }
     }
@@ -42,21 +44,33 @@ public enum StrictJSON {
         }
     }
 
-    public static func validate(_ bytes: [UInt8], maximumDepth: Int) throws(Problem) {
-        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
+    /// The most values (objects, arrays, strings, numbers and literals, counted wherever they nest)
+    /// a document may hold: a decoder that builds a tree of the document first takes tens of bytes
+    /// a value, however few bytes the text spends on each. No message of the protocol a client
+    /// writes comes near it: a value of a change takes at least nine bytes, so an 8 MiB push holds
+    /// fewer than 950,000.
+    public static let maximumValues = 1_000_000
+
+    public static func validate(_ bytes: [UInt8], maximumDepth: Int, maximumValues: Int = maximumValues)
+        throws(Problem)
+    {
+        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth, maximumValues: maximumValues)
         try scanner.document()
     }
 
     private struct Scanner {
         let bytes: [UInt8]
         let maximumDepth: Int
+        let maximumValues: Int
+        var values = 0
         var offset = 0
         /// One entry per open container: the keys seen so far for an object, nil for an array.
         var open: [Set<String>?] = []
 
-        init(bytes: [UInt8], maximumDepth: Int) {
+        init(bytes: [UInt8], maximumDepth: Int, maximumValues: Int) {
             self.bytes = bytes
             self.maximumDepth = maximumDepth
+            self.maximumValues = maximumValues
         }
 
         mutating func document() throws(Problem) {
@@ -96,6 +110,8 @@ public enum StrictJSON {
         mutating func beginValue() throws(Problem) -> Bool {
             skipWhitespace()
             guard let byte = peek() else { throw .syntax(offset: offset, expected: "a value") }
+            values += 1
+            guard values <= maximumValues else { throw .tooManyValues(limit: maximumValues, offset: offset) }
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 guard open.count < maximumDepth else { throw .tooDeep(limit: maximumDepth, offset: offset) }

@@ -55,6 +55,9 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case forbidden
     /// A read-only token tried to push.
     case readOnlyToken = "read_only_token"
+    /// The request's site id is bound to another token of the dataset (the first that said hello
+    /// or pushed as it, unless since revoked): one token holder cannot push as another's device.
+    case siteForbidden = "site_forbidden"
     /// No such route, or a dataset name that is not `[a-z0-9][a-z0-9_-]{0,62}`.
     case notFound = "not_found"
     /// A known route with another method; the `Allow` header names the right one.
@@ -65,10 +68,25 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case upgradeRequired = "upgrade_required"
     /// Another client announced the same schema version with a different fingerprint.
     case schemaConflict = "schema_conflict"
+    /// A hello announced a major schema version above the highest the dataset's operator allows it
+    /// to move to: the dataset stays where it is and the app keeps its changes queued until the
+    /// operator allows that major.
+    case majorNotAllowed = "major_not_allowed"
     /// A push's ``PushRequest/after`` names a change of its site the server has not stored, and it
     /// did not arrive within the server's wait: nothing of the push is stored. The client pushes
     /// again from its oldest unacknowledged change.
     case previousPushMissing = "previous_push_missing"
+    /// The request's HTTP framing is ambiguous or broken (RFC 9112): two `Content-Length` fields,
+    /// `Transfer-Encoding` beside `Content-Length`, a header name that is not a token, a missing or
+    /// repeated `Host`, a repeated `Authorization`, `Content-Type` or `Content-Encoding`. The
+    /// connection is closed after the answer.
+    case malformedRequest = "malformed_request"
+    /// More header fields than the server reads (the server documents how many), or headers larger than its per-connection memory.
+    case headersTooLarge = "headers_too_large"
+    /// A body sent without `Content-Length` (chunked), which the server does not read.
+    case lengthRequired = "length_required"
+    /// A request target with more query parameters than the server reads.
+    case uriTooLong = "uri_too_long"
     /// Too many requests from this token or address; retry after `Retry-After` seconds.
     case rateLimited = "rate_limited"
     /// The server cannot serve now (storage unreachable, shutting down); retry after `Retry-After`.
@@ -79,15 +97,18 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     public var status: Int {
         switch self {
         case .malformedJSON, .invalidMessage, .invalidChange, .clockOutOfRange, .tooManyChanges, .invalidCursor,
-            .protocolUnsupported, .invalidBodyEncoding:
+            .protocolUnsupported, .invalidBodyEncoding, .malformedRequest:
             400
+        case .lengthRequired: 411
+        case .uriTooLong: 414
+        case .headersTooLarge: 431
         case .bodyTooLarge: 413
         case .unsupportedMediaType, .unsupportedContentEncoding: 415
         case .unauthorized: 401
-        case .forbidden, .readOnlyToken: 403
+        case .forbidden, .readOnlyToken, .siteForbidden: 403
         case .notFound: 404
         case .methodNotAllowed: 405
-        case .upgradeRequired, .schemaConflict, .previousPushMissing: 409
+        case .upgradeRequired, .schemaConflict, .previousPushMissing, .majorNotAllowed: 409
         case .rateLimited: 429
         case .unavailable: 503
         case .internalError: 500

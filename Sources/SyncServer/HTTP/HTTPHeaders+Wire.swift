@@ -22,7 +22,8 @@ extension HTTPHeaders {
         return result
     }
 
-    private static func isToken(_ name: String) -> Bool {
+    /// RFC 9110's `token` (one or more `tchar`): what a field name must be, sent or received.
+    static func isToken(_ name: String) -> Bool {
         !name.isEmpty
             && name.utf8.allSatisfy { byte in
                 switch byte {

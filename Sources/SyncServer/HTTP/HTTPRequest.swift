@@ -11,13 +11,12 @@ import Foundation
 /// }
 /// ```
 ///
-/// The path and query come from libmicrohttpd already percent-decoded (its default unescape callback;
-/// `+` in the query is a space). See the manual, "microhttpd-cb" for the access handler's arguments
-/// (https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002dcb).
+/// The path is as sent, not percent-decoded, so an encoded `/` (`%2F`) never separates segments; the
+/// query's items are decoded (`+` is a space).
 public struct HTTPRequest: Sendable {
     /// The method as sent: `GET`, `POST`, ...
     public var method: String
-    /// The path without the query string, percent-decoded: `/v1/sync`.
+    /// The path without the query string, as sent (not percent-decoded): `/v1/sync`.
     public var path: String
     /// The query's items in order; a bare `?flag` has a `nil` value.
     public var queryItems: [URLQueryItem]
@@ -28,6 +27,9 @@ public struct HTTPRequest: Sendable {
     public var body: Data
     /// The client's IP address (`127.0.0.1`, `::1`), or an empty string when unknown.
     public var remoteAddress: String
+    /// What ``HTTPServer/Configuration/admit`` noted when it admitted the request's head; `nil` when it
+    /// noted nothing, or for a request made by hand.
+    public var admissionNote: (any Sendable)?
 
     public init(
         method: String, path: String, queryItems: [URLQueryItem] = [], headers: HTTPHeaders = HTTPHeaders(),
@@ -44,5 +46,14 @@ public struct HTTPRequest: Sendable {
     /// The value of the first query item called `name`; `nil` when absent or valueless.
     public func queryValue(for name: String) -> String? {
         queryItems.first { $0.name == name }?.value
+    }
+}
+
+extension HTTPRequest {
+    /// A request of `head` without a body: what a refusal decided on the head is answered for.
+    init(_ head: HTTPRequestHead) {
+        self.init(
+            method: head.method, path: head.path, queryItems: head.queryItems, headers: head.headers,
+            remoteAddress: head.remoteAddress)
     }
 }

@@ -26,7 +26,8 @@ extension HTTPServer {
         /// `runsOffPollingThread` picks; more wait their turn). A handler run on a polling thread holds
         /// up that thread's other connections while it runs.
         public var threads: Int
-        /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`). libmicrohttpd divides it evenly
+        /// Most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`). Each needs a file descriptor: the
+        /// process's `RLIMIT_NOFILE` must allow them. libmicrohttpd divides it evenly
         /// among the threads, so it must be at least `threads`; a thread at its share stops accepting, and
         /// new connections wait in the kernel's listen queue until one closes.
         public var connectionLimit: Int
@@ -38,8 +39,43 @@ extension HTTPServer {
         /// libmicrohttpd with 431 (or 414 for a long URL). The body does not live here.
         public var connectionMemoryLimit: Int
         /// Seconds a connection may stay idle before it is closed (`MHD_OPTION_CONNECTION_TIMEOUT`);
-        /// 0 means never.
+        /// 0 means never. Every byte restarts it; `headersTimeout` and `minimumBodyRate` bound whole
+        /// requests.
         public var timeoutSeconds: Int
+        /// How long a connection has to deliver a request's complete headers, from when it opened or
+        /// its previous answer was sent; a connection that has not is shut down without an answer
+        /// (``ConnectionDeadlines``). It is also the grace a body has before `minimumBodyRate` applies.
+        public var headersTimeout: Duration = .seconds(10)
+        /// The average rate, in bytes a second, at which a body must arrive once `headersTimeout` has
+        /// passed since its headers; a slower one has its connection shut down. 0 lets bodies take any
+        /// time (libmicrohttpd's idle timeout still applies).
+        public var minimumBodyRate: Int = 16 * 1024
+        /// The memory all request bodies in flight may take together (``BodyBudget``): a body that does
+        /// not fit is answered `503 unavailable` with `Retry-After` (at once when its `Content-Length`
+        /// does not fit, when it ends for a chunked or compressed one). At least `maxBodyBytes`.
+        public var bodyMemoryBudget: Int = 256 * 1024 * 1024
+        /// The most header fields a request may have; more are answered `431 headers_too_large`. The
+        /// headers must also fit in `connectionMemoryLimit`, where libmicrohttpd keeps each field's text
+        /// and about 56 bytes of its own (beyond that it answers 431 itself, with an HTML body).
+        public var maxHeaderFields: Int = 100
+        /// Whether a body must come with `Content-Length`: a chunked one is then answered
+        /// `411 length_required` on its headers, and libmicrohttpd never parses a chunk (its own answers
+        /// to broken chunks are HTML, not the protocol's JSON).
+        public var requiresContentLength = false
+        /// The most query parameters a request target may have; more are answered `414 uri_too_long`.
+        public var maxQueryItems: Int = 64
+        /// The kernel's queue of connections not yet accepted (`MHD_OPTION_LISTEN_BACKLOG_SIZE`); 0 keeps
+        /// libmicrohttpd's default (`SOMAXCONN`).
+        public var listenBacklog: Int = 0
+        /// Decides from a request's head, before any of its body is read, whether to read it: a refusal
+        /// is answered at once, so a request without a valid token costs the server its headers only.
+        /// Runs on a polling thread after the HTTP layer's own checks (framing, declared size, content
+        /// coding); admits every request by default.
+        public var admit: @Sendable (HTTPRequestHead) -> HTTPAdmission = { _ in .admit() }
+        /// Told of each request answered without its handler: refused on its head (by the HTTP layer's
+        /// own checks or by `admit`) or on its body (too large, not gzip, over the budget). For a
+        /// request log, with the nanoseconds since the headers arrived; called on a polling thread.
+        public var requestRefused: (@Sendable (HTTPRequestHead, HTTPResponse, UInt64) -> Void)?
         /// The largest request body accepted, counted both as sent and after gzip decompression. A larger
         /// `Content-Length` is refused with 413 before any of the body is read. A body that grows past it
         /// (chunked, or compressed) is never buffered beyond it: the rest is read and dropped and 413 sent

@@ -7,6 +7,10 @@ import Synchronization
 /// (``HandlerThreads``); never on an actor, several at once. It must not call the server's `stop()`.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
+/// An ``HTTPHandler`` that may answer later (``HTTPReply/deferred(_:)``), with the request waiting
+/// meanwhile without a thread.
+public typealias HTTPReplyingHandler = @Sendable (HTTPRequest) -> HTTPReply
+
 /// An HTTP/1.1 server over libmicrohttpd: it owns one `MHD_Daemon`, calls a handler for each request
 /// whose body it has received within the configured limits, and stops cleanly.
 ///
@@ -47,7 +51,18 @@ public final class HTTPServer: Sendable {
     ///
     /// Throws `HTTPServerError` when the configuration is out of range, the address cannot be bound, or
     /// the TLS files cannot be read or are refused.
-    public init(configuration: Configuration = Configuration(), handler: @escaping HTTPHandler)
+    public convenience init(configuration: Configuration = Configuration(), handler: @escaping HTTPHandler)
+        throws(HTTPServerError)
+    {
+        try self.init(configuration: configuration, replying: { request in .response(handler(request)) })
+    }
+
+    /// Starts listening at once, with a handler that may defer its answers.
+    ///
+    /// ```swift
+    /// let server = try HTTPServer(configuration: configuration, replying: { request in service.reply(to: request) })
+    /// ```
+    public init(configuration: Configuration = Configuration(), replying handler: @escaping HTTPReplyingHandler)
         throws(HTTPServerError)
     {
         try Self.validate(configuration)
@@ -61,8 +76,14 @@ public final class HTTPServer: Sendable {
             tls = (key: try Self.readPEM(files.privateKeyPath), certificate: certificate)
         }
         let context = ServerContext(configuration: configuration, handler: handler)
-        let running = try MHDDaemon(
-            configuration: configuration, socketAddress: socketAddress, tls: tls, context: context)
+        let running: MHDDaemon
+        do {
+            running = try MHDDaemon(
+                configuration: configuration, socketAddress: socketAddress, tls: tls, context: context)
+        } catch {
+            context.deadlines.stop()
+            throw error
+        }
         self.configuration = configuration
         self.context = context
         self.port = running.port
@@ -125,6 +146,7 @@ public final class HTTPServer: Sendable {
             // here on run).
             context.closeDispatch()
             running.stop()
+            context.deadlines.stop()
             daemon = nil
             return drained
         }
@@ -150,6 +172,22 @@ public final class HTTPServer: Sendable {
             (0...Int(UInt32.max)).contains(configuration.timeoutSeconds),
             "timeoutSeconds must be 0 (never) or more, not \(configuration.timeoutSeconds)")
         try check(configuration.maxBodyBytes >= 0, "maxBodyBytes must be 0 or more, not \(configuration.maxBodyBytes)")
+        try check(
+            configuration.bodyMemoryBudget >= configuration.maxBodyBytes,
+            "bodyMemoryBudget must hold at least one body of maxBodyBytes (\(configuration.maxBodyBytes)), not "
+                + "\(configuration.bodyMemoryBudget)")
+        try check(
+            configuration.headersTimeout > .zero,
+            "headersTimeout must be more than zero, not \(configuration.headersTimeout)")
+        try check(
+            configuration.minimumBodyRate >= 0,
+            "minimumBodyRate must be 0 or more, not \(configuration.minimumBodyRate)")
+        try check(
+            (1...10_000).contains(configuration.maxHeaderFields),
+            "maxHeaderFields must be 1...10000, not \(configuration.maxHeaderFields)")
+        try check(
+            (0...10_000).contains(configuration.maxQueryItems),
+            "maxQueryItems must be 0...10000, not \(configuration.maxQueryItems)")
         try check(
             configuration.compressionThreshold >= 0,
             "compressionThreshold must be 0 or more, not \(configuration.compressionThreshold)")

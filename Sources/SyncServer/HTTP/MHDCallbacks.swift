@@ -16,8 +16,8 @@ func mhdAccessHandler(
     guard let cls, let connection, let uploadDataSize, let requestSlot else { return .NO }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     return context.access(
-        connection: connection, url: url, method: method, uploadData: uploadData, uploadDataSize: uploadDataSize,
-        requestSlot: requestSlot)
+        connection: connection, method: method, version: version, uploadData: uploadData,
+        uploadDataSize: uploadDataSize, requestSlot: requestSlot)
 }
 
 /// `MHD_RequestCompletedCallback` (`MHD_OPTION_NOTIFY_COMPLETED`): the request's response was sent, or
@@ -36,14 +36,23 @@ func mhdConnectionNotify(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
 ) {
-    guard let cls else { return }
+    guard let cls, let connection, let socketContext else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     switch code {
     case .CONNECTION_NOTIFY_STARTED:
-        context.openConnections.add(1, ordering: .relaxed)
+        context.connectionOpened(connection, socketContext: socketContext)
     case .CONNECTION_NOTIFY_CLOSED:
-        context.openConnections.subtract(1, ordering: .relaxed)
+        context.connectionClosed(socketContext: socketContext)
     }
+}
+
+/// The `cmhd_target_sink` of `MHD_OPTION_URI_LOG_CALLBACK`: a request line has arrived.
+func mhdTargetReceived(
+    _ cls: UnsafeMutableRawPointer?, _ target: UnsafePointer<CChar>?, _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
+    guard let cls, let connection else { return nil }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    return context.targetReceived(target.map { String(cString: $0) } ?? "/", connection: connection)
 }
 
 /// The `cmhd_logger` sink: one formatted line of libmicrohttpd's log.

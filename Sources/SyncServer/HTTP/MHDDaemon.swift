@@ -2,7 +2,7 @@ import CMicroHTTPD
 import Foundation
 
 /// Owns one running `MHD_Daemon*` and the memory it was given (bind address, TLS key and certificate,
-/// logger), which libmicrohttpd may read until `MHD_stop_daemon` returns.
+/// logger, request-line sink), which libmicrohttpd may read until `MHD_stop_daemon` returns.
 ///
 /// Not `Sendable`: `HTTPServer` keeps it inside a mutex.
 /// Manual, "microhttpd-init": https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002dinit
@@ -12,6 +12,7 @@ final class MHDDaemon {
     private var quiescedSocket: Int32 = -1
     private let address: UnsafeMutablePointer<sockaddr_storage>
     private let logger: UnsafeMutablePointer<cmhd_logger>
+    private let targetSink: UnsafeMutablePointer<cmhd_target_sink>
     private let tlsKey: UnsafeMutablePointer<CChar>?
     private let tlsCertificate: UnsafeMutablePointer<CChar>?
     /// The port the daemon is bound to.
@@ -30,6 +31,8 @@ final class MHDDaemon {
         address.initialize(to: socketAddress.storage)
         let logger = UnsafeMutablePointer<cmhd_logger>.allocate(capacity: 1)
         logger.initialize(to: cmhd_logger(log: mhdLog, context: contextPointer))
+        let targetSink = UnsafeMutablePointer<cmhd_target_sink>.allocate(capacity: 1)
+        targetSink.initialize(to: cmhd_target_sink(received: mhdTargetReceived, context: contextPointer))
         let tlsKey = tls.flatMap { strdup($0.key) }
         let tlsCertificate = tls.flatMap { strdup($0.certificate) }
 
@@ -53,6 +56,8 @@ final class MHDDaemon {
         settings.request_completed_context = contextPointer
         settings.connection_notify = mhdConnectionNotify
         settings.connection_notify_context = contextPointer
+        settings.target_sink = UnsafePointer(targetSink)
+        settings.listen_backlog = UInt32(configuration.listenBacklog)
         settings.logger = UnsafePointer(logger)
         settings.tls_key_pem = UnsafePointer(tlsKey)
         settings.tls_cert_pem = UnsafePointer(tlsCertificate)
@@ -65,12 +70,13 @@ final class MHDDaemon {
         let startErrno = errno
         let log = context.endStartup()
         guard let started else {
-            Self.release(address: address, logger: logger, secrets: [tlsKey, tlsCertificate])
+            Self.release(address: address, logger: logger, targetSink: targetSink, secrets: [tlsKey, tlsCertificate])
             throw Self.classify(errno: startErrno, log: log, configuration: configuration, tls: tls != nil)
         }
         self.daemon = started
         self.address = address
         self.logger = logger
+        self.targetSink = targetSink
         self.tlsKey = tlsKey
         self.tlsCertificate = tlsCertificate
         self.port = cmhd_daemon_bound_port(started)
@@ -78,7 +84,7 @@ final class MHDDaemon {
 
     deinit {
         stop()
-        Self.release(address: address, logger: logger, secrets: [tlsKey, tlsCertificate])
+        Self.release(address: address, logger: logger, targetSink: targetSink, secrets: [tlsKey, tlsCertificate])
     }
 
     /// Stops accepting connections (`MHD_quiesce_daemon`); connections already open carry on.
@@ -109,8 +115,10 @@ final class MHDDaemon {
 
     private static func release(
         address: UnsafeMutablePointer<sockaddr_storage>, logger: UnsafeMutablePointer<cmhd_logger>,
-        secrets: [UnsafeMutablePointer<CChar>?]
+        targetSink: UnsafeMutablePointer<cmhd_target_sink>, secrets: [UnsafeMutablePointer<CChar>?]
     ) {
+        targetSink.deinitialize(count: 1)
+        targetSink.deallocate()
         address.deinitialize(count: 1)
         address.deallocate()
         logger.deinitialize(count: 1)

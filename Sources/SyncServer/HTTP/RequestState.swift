@@ -1,20 +1,28 @@
 import Foundation
 
 /// One request while libmicrohttpd delivers it: what the headers said, the body received so far, and the
-/// refusal decided on the way, if any. Lives in the access handler's `*req_cls` from the first call
-/// (headers received) to `MHD_OPTION_NOTIFY_COMPLETED`.
+/// refusal decided on the way, if any. Made when the request line arrives (`MHD_OPTION_URI_LOG_CALLBACK`),
+/// it lives in the access handler's `*req_cls` until `MHD_OPTION_NOTIFY_COMPLETED`, and holds its
+/// share of the server's ``BodyBudget`` until then.
 ///
 /// Not `Sendable` and needs no lock: libmicrohttpd serves a connection on one thread and calls its
 /// access handler and completion callback one at a time, so one request's state is never touched by
 /// two threads at once. See the manual, "microhttpd-cb"
 /// (https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002dcb).
 final class RequestState {
-    let method: String
-    let path: String
-    let queryItems: [URLQueryItem]
-    let headers: HTTPHeaders
-    let remoteAddress: String
+    let target: HTTPRequestTarget
+    /// The connection's deadlines, told of the request's progress.
+    let watch: WatchedConnection?
+    /// What the headers said; `nil` until they have arrived (the state is made from the request line).
+    private(set) var head: HTTPRequestHead?
+    /// When the headers arrived (`DispatchTime` nanoseconds).
+    private var headArrived: UInt64 = 0
+    /// What ``HTTPServer/Configuration/admit`` noted about the request.
+    private(set) var admissionNote: (any Sendable)?
     private let maxBodyBytes: Int
+    private let budget: BodyBudget
+    /// Bytes of ``budget`` this request holds: at least what ``body`` holds.
+    private var reservedBytes = 0
     /// The body so far, decompressed when `inflater` is set; never more than `maxBodyBytes`.
     private(set) var body = Data()
     /// Bytes received as sent (compressed, when they are), counted against `maxBodyBytes` as well.
@@ -24,52 +32,108 @@ final class RequestState {
     private(set) var refusal: HTTPResponse?
     /// Set when the handler is handed the request, so it runs once.
     var answer: HandlerAnswer?
+    /// Whether the request is counted in ``ServerContext/requestsInFlight`` (from its headers on).
+    var isCountedInFlight = false
 
-    init(
-        method: String, path: String, queryItems: [URLQueryItem], headers: HTTPHeaders, remoteAddress: String,
-        maxBodyBytes: Int
-    ) {
-        self.method = method
-        self.path = path
-        self.queryItems = queryItems
-        self.headers = headers
-        self.remoteAddress = remoteAddress
+    init(target: String, watch: WatchedConnection?, maxBodyBytes: Int, budget: BodyBudget) {
+        self.target = HTTPRequestTarget(target)
+        self.watch = watch
         self.maxBodyBytes = maxBodyBytes
-        refusal = checkHeaders()
+        self.budget = budget
     }
 
-    /// What the headers alone decide: a `Content-Length` over the limit, an encoding we cannot undo.
-    private func checkHeaders() -> HTTPResponse? {
-        if let text = headers["Content-Length"], let declared = UInt64(text.trimmingCharacters(in: .whitespaces)) {
-            if declared > UInt64(maxBodyBytes) {
-                return Self.tooLarge(limit: maxBodyBytes, declared: declared)
-            }
-            // Reserve for the declared size, up to 64 KiB: a client that claims much and sends little
-            // must not cost more than what it sends.
-            body.reserveCapacity(min(Int(declared), 64 * 1024))
+    deinit {
+        budget.release(reservedBytes)
+    }
+
+    var nanosecondsSinceHead: UInt64 { DispatchTime.now().uptimeNanoseconds - headArrived }
+
+    /// Takes the request's headers and decides what they alone decide, in the protocol's order
+    /// (Protocol/README.md, section 4): the framing, the query, the declared size and the content
+    /// coding, then `admit` (route, token, content type), then the body's share of the budget.
+    /// Returns the refusal to send at once, before any of the body is read.
+    func begin(_ head: HTTPRequestHead, httpVersion: String, rules: RequestRules) -> HTTPResponse? {
+        self.head = head
+        headArrived = DispatchTime.now().uptimeNanoseconds
+        refusal = checkHead(head, httpVersion: httpVersion, rules: rules)
+        return refusal
+    }
+
+    private func checkHead(_ head: HTTPRequestHead, httpVersion: String, rules: RequestRules) -> HTTPResponse? {
+        if let refusal = RequestFraming.refusal(
+            of: head, httpVersion: httpVersion, maxHeaderFields: rules.maxHeaderFields)
+        {
+            return refusal
+        }
+        guard let items = target.queryItems(limit: rules.maxQueryItems) else {
+            return .error(
+                .uriTooLong, "the request target has more than \(rules.maxQueryItems) query parameters")
+        }
+        self.head?.queryItems = items
+        let declared = head.headers["Content-Length"].flatMap { UInt64($0) }
+        if let declared, declared > UInt64(maxBodyBytes) {
+            return Self.tooLarge(limit: maxBodyBytes, declared: declared)
+        }
+        if rules.requiresContentLength, head.headers.contains("Transfer-Encoding") {
+            var response = HTTPResponse.error(
+                .lengthRequired, "send the body with a Content-Length; this server does not read chunked bodies")
+            response.headers["Connection"] = "close"
+            return response
         }
         let codings =
-            headers.values(for: "Content-Encoding")
+            head.headers.values(for: "Content-Encoding")
             .flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             .filter { !$0.isEmpty && $0 != "identity" }
-        switch codings {
-        case []:
-            return nil
-        case ["gzip"], ["x-gzip"]:
+        guard codings.isEmpty || codings == ["gzip"] else {
+            return .error(
+                .unsupportedContentEncoding,
+                "The body's Content-Encoding '\(codings.joined(separator: ", ").prefix(64))' is not supported. "
+                    + "Send it uncompressed or with Content-Encoding: gzip.")
+        }
+        switch rules.admit(self.head!) {
+        case .refuse(let response):
+            return response
+        case .admit(let note):
+            admissionNote = note
+        }
+        if let declared, declared > 0 {
+            guard reserve(Int(declared)) else { return budgetSpent() }
+            // A client that claims much and sends little costs what it sends; the reservation holds
+            // its place in the budget.
+            body.reserveCapacity(min(Int(declared), 64 * 1024))
+        }
+        if codings == ["gzip"] {
             do {
                 inflater = try GzipInflater(limit: maxBodyBytes)
-                body = Data()
-                return nil
             } catch {
                 return .error(.internalError, "The server could not start zlib.")
             }
-        default:
-            return .error(
-                .unsupportedContentEncoding,
-                "The body's Content-Encoding '\(codings.joined(separator: ", "))' is not supported. "
-                    + "Send it uncompressed or with Content-Encoding: gzip.")
         }
+        return nil
+    }
+
+    /// Grows this request's reservation to `bytes`; `false` when the budget cannot hold it.
+    private func reserve(_ bytes: Int) -> Bool {
+        guard bytes > reservedBytes else { return true }
+        // Chunked and compressed bodies grow in steps, not a reservation per piece.
+        let wanted = max(bytes, min(maxBodyBytes, reservedBytes + 256 * 1024))
+        if budget.reserve(wanted - reservedBytes) {
+            reservedBytes = wanted
+            return true
+        }
+        if budget.reserve(bytes - reservedBytes) {
+            reservedBytes = bytes
+            return true
+        }
+        return false
+    }
+
+    private func budgetSpent() -> HTTPResponse {
+        .error(
+            .unavailable,
+            "the server is receiving as many request bodies as its memory budget (\(budget.capacity) bytes) "
+                + "holds; retry after the Retry-After seconds")
     }
 
     /// Takes one piece of the body as it arrives. Past the limit the body is dropped and the request
@@ -96,8 +160,12 @@ final class RequestState {
             } catch {
                 refuse(Self.badGzip(error))
             }
-        } else {
+            // An inflated body is counted once it has grown.
+            if refusal == nil, !reserve(body.count) { refuse(budgetSpent()) }
+        } else if reserve(body.count + bytes.count) {
             body.append(bytes.assumingMemoryBound(to: UInt8.self))
+        } else {
+            refuse(budgetSpent())
         }
         return true
     }
@@ -117,9 +185,11 @@ final class RequestState {
                 return .failure(RefusedRequest(response: refusal!))
             }
         }
-        let request = HTTPRequest(
-            method: method, path: path, queryItems: queryItems, headers: headers, body: body,
-            remoteAddress: remoteAddress)
+        let head = head!
+        var request = HTTPRequest(
+            method: head.method, path: head.path, queryItems: head.queryItems, headers: head.headers, body: body,
+            remoteAddress: head.remoteAddress)
+        request.admissionNote = admissionNote
         body = Data()
         return .success(request)
     }
@@ -128,6 +198,8 @@ final class RequestState {
         refusal = response
         body = Data()
         inflater = nil
+        budget.release(reservedBytes)
+        reservedBytes = 0
     }
 
     static func tooLarge(limit: Int, declared: UInt64?, decompressed: Bool = false) -> HTTPResponse {

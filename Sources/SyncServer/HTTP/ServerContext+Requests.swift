@@ -11,106 +11,160 @@ let handlerThreadKey: pthread_key_t = {
 }()
 
 extension ServerContext {
+    /// `MHD_OPTION_URI_LOG_CALLBACK`: the request line has arrived. The request's state is made
+    /// here, with the target as sent, and becomes the access handler's `*req_cls`.
+    func targetReceived(_ target: String, connection: OpaquePointer) -> UnsafeMutableRawPointer {
+        let state = RequestState(
+            target: target, watch: Self.watch(of: connection), maxBodyBytes: maxBodyBytes, budget: bodyBudget)
+        return Unmanaged.passRetained(state).toOpaque()
+    }
+
     /// The access handler's work (`MHD_AccessHandlerCallback`). libmicrohttpd calls it for a request:
-    /// 1. with `*requestSlot == NULL` once the headers are in: the request's state is created, and a
-    ///    refusal that the headers alone decide (a `Content-Length` over the limit) is queued at once, so
-    ///    the body is never read;
+    /// 1. once the headers are in (the state made from the request line has no head yet): what the
+    ///    head alone decides (framing, size, coding, then the configuration's `admit`) is queued at
+    ///    once, so a refused body is never read;
     /// 2. with `*uploadDataSize > 0` for each piece of body: counted and kept (or dropped once refused);
     ///    a response cannot be queued in this call (0.9.75 refuses it), so a refusal decided here waits for
     ///    the body's end, and a client that sends on far past the limit has its connection closed;
-    /// 3. with `*uploadDataSize == 0` when the body is complete: the handler runs here and its
-    ///    response is queued, except for a request the configuration's `runsOffPollingThread` picks:
-    ///    its connection is suspended (`MHD_suspend_connection`) and the handler runs on one of
-    ///    ``HandlerThreads``, which keeps its response and resumes the connection
-    ///    (`MHD_resume_connection`, safe from any thread), so a handler that blocks holds up no other
-    ///    connection;
+    /// 3. with `*uploadDataSize == 0` when the body is complete: the handler runs here, or, for a
+    ///    request the configuration's `runsOffPollingThread` picks, on one of ``HandlerThreads`` with
+    ///    the connection suspended (`MHD_suspend_connection`). A handler that answers later
+    ///    (``HTTPReply/deferred(_:)``) has its connection suspended until it sends; either way the
+    ///    answer is left in ``HandlerAnswer`` and the connection resumed (`MHD_resume_connection`,
+    ///    safe from any thread);
     /// 4. once more when the connection is resumed: the response is queued, on the polling thread,
-    ///    where nothing else touches the connection meanwhile (the handler's thread calls nothing of
-    ///    libmicrohttpd's but the resume).
+    ///    where nothing else touches the connection meanwhile.
     func access(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
         requestSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
-        guard let slot = requestSlot.pointee else {
-            let state = RequestState(
-                method: method.map { String(cString: $0) } ?? "",
-                path: url.map { String(cString: $0) } ?? "/",
-                queryItems: Self.values(of: .GET_ARGUMENT_KIND, on: connection).map {
-                    URLQueryItem(name: $0.name, value: $0.value)
-                },
-                headers: HTTPHeaders(Self.values(of: .HEADER_KIND, on: connection).map { ($0.name, $0.value ?? "") }),
-                remoteAddress: Self.clientAddress(of: connection),
-                maxBodyBytes: maxBodyBytes)
-            requestSlot.pointee = Unmanaged.passRetained(state).toOpaque()
+        // Set by targetReceived for every request: MHD calls it on each request line.
+        guard let slot = requestSlot.pointee else { return .NO }
+        let state = Unmanaged<RequestState>.fromOpaque(slot).takeUnretainedValue()
+        guard state.head != nil else {
+            state.isCountedInFlight = true
             requestsInFlight.add(1, ordering: .relaxed)
-            if let refusal = state.refusal {
+            state.watch?.headersArrived()
+            let head = HTTPRequestHead(
+                method: method.map { String(cString: $0) } ?? "", path: state.target.path,
+                headers: HTTPHeaders(Self.values(of: .HEADER_KIND, on: connection).map { ($0.name, $0.value ?? "") }),
+                remoteAddress: Self.clientAddress(of: connection))
+            let refusal = state.begin(head, httpVersion: version.map { String(cString: $0) } ?? "", rules: rules)
+            if let refusal {
+                state.watch?.answering()
+                requestRefused?(state.head!, refusal, state.nanosecondsSinceHead)
                 return queue(refusal, for: state, on: connection)
             }
             return .YES
         }
-        let state = Unmanaged<RequestState>.fromOpaque(slot).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
-            let keepReading = state.receive(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee))
+            let size = uploadDataSize.pointee
+            let keepReading = state.receive(UnsafeRawBufferPointer(start: uploadData, count: size))
+            state.watch?.bodyReceived(size)
             uploadDataSize.pointee = 0
             // MHD_NO closes the connection: the client went on sending far past a refusal.
             return keepReading ? .YES : .NO
         }
         if let answer = state.answer {
-            // Resumed by the handler's thread, which left the response here; queued once.
+            // Resumed once the answer was left here; queued once.
             switch answer.take() {
             case .response(let response): return queue(response, for: state, on: connection)
             case .alreadyQueued: return .YES
             case .missing: return .NO
             }
         }
+        state.watch?.answering()
         switch state.complete() {
         case .success(let request):
-            guard runsOffPollingThread(request), beginDispatch() else {
-                // A request that waits for no other, or the server is stopping: run here (where
-                // MHD_stop_daemon waits for it).
-                return queue(respond(to: request), for: state, on: connection)
+            if runsOffPollingThread(request), beginDispatch() {
+                let suspended = suspend(connection, for: state)
+                handlerThreads.run { [self] in
+                    switch respond({ handler(request) }) {
+                    case .response(let response): suspended.resume(with: response)
+                    case .deferred(let later): later.attach(suspended)
+                    }
+                }
+                return .YES
             }
-            let answer = HandlerAnswer()
-            state.answer = answer
-            let suspended = SuspendedConnection(connection: connection)
-            MHD_suspend_connection(connection)
-            handlerThreads.run { [self] in
-                let response = respond(to: request)
-                answer.leave(response)
-                MHD_resume_connection(suspended.connection)
-                endDispatch()
+            switch respond({ handler(request) }) {
+            case .response(let response):
+                return queue(response, for: state, on: connection)
+            case .deferred(let later):
+                guard beginDispatch() else {
+                    // Stopping: no connection may be suspended now, and whatever `later` is sent is dropped.
+                    return queue(
+                        .error(.unavailable, "the server is stopping; retry shortly"), for: state, on: connection)
+                }
+                later.attach(suspend(connection, for: state))
+                return .YES
             }
-            return .YES
         case .failure(let refused):
+            requestRefused?(state.head!, refused.response, state.nanosecondsSinceHead)
             return queue(refused.response, for: state, on: connection)
         }
     }
 
-    /// The handler's response, with the thread marked as a handler's while it runs.
-    private func respond(to request: HTTPRequest) -> HTTPResponse {
+    /// Suspends the connection until its answer is left in the request's ``HandlerAnswer``.
+    private func suspend(_ connection: OpaquePointer, for state: RequestState) -> SuspendedRequest {
+        let answer = HandlerAnswer()
+        state.answer = answer
+        MHD_suspend_connection(connection)
+        return SuspendedRequest(connection: connection, answer: answer, context: self)
+    }
+
+    /// `body`'s result, with the thread marked as a handler's while it runs.
+    func respond<Result>(_ body: () -> Result) -> Result {
         pthread_setspecific(handlerThreadKey, UnsafeRawPointer(bitPattern: 1))
         defer { pthread_setspecific(handlerThreadKey, nil) }
-        return handler(request)
+        return body()
+    }
+
+    /// `MHD_CONNECTION_NOTIFY_STARTED`: the connection's deadlines start, kept in its socket context.
+    func connectionOpened(_ connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        openConnections.add(1, ordering: .relaxed)
+        let watch = deadlines.opened(socket: cmhd_connection_socket(connection))
+        socketContext.pointee = Unmanaged.passRetained(watch).toOpaque()
+    }
+
+    /// `MHD_CONNECTION_NOTIFY_CLOSED`, before libmicrohttpd closes the socket.
+    func connectionClosed(socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        openConnections.subtract(1, ordering: .relaxed)
+        guard let pointer = socketContext.pointee else { return }
+        let watch = Unmanaged<WatchedConnection>.fromOpaque(pointer)
+        deadlines.closed(watch.takeUnretainedValue())
+        watch.release()
+        socketContext.pointee = nil
+    }
+
+    /// The connection's ``WatchedConnection``, from its socket context.
+    private static func watch(of connection: OpaquePointer) -> WatchedConnection? {
+        guard let pointer = cmhd_connection_socket_context(connection) else { return nil }
+        return Unmanaged<WatchedConnection>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// `MHD_OPTION_NOTIFY_COMPLETED`: releases the request's state.
     func requestCompleted(requestSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         guard let slot = requestSlot.pointee else { return }
-        Unmanaged<RequestState>.fromOpaque(slot).release()
+        let state = Unmanaged<RequestState>.fromOpaque(slot)
+        let counted = state.takeUnretainedValue().isCountedInFlight
+        state.takeUnretainedValue().watch?.requestEnded()
+        state.release()
         requestSlot.pointee = nil
-        requestsInFlight.subtract(1, ordering: .releasing)
+        if counted { requestsInFlight.subtract(1, ordering: .releasing) }
     }
 
     /// Hands `response` to libmicrohttpd (`MHD_queue_response`), compressed when the client accepts gzip.
     /// A header that cannot be sent (a line break in a value, a name that is not a token) turns it into a
     /// 500.
     private func queue(_ response: HTTPResponse, for state: RequestState, on connection: OpaquePointer) -> MHD_Result {
-        let prepared = prepare(response, acceptEncoding: state.headers["Accept-Encoding"])
+        let prepared = prepare(response, acceptEncoding: state.head?.headers["Accept-Encoding"])
         if let result = Self.submit(prepared, on: connection) {
             return result
         }
-        log("The handler's response for \(state.method) \(state.path) has a header that cannot be sent; sent 500.")
+        log(
+            "The handler's response for \(state.head?.method ?? "") \(state.target.path.prefix(200)) has a header that cannot be sent; sent 500."
+        )
         let fallback = prepare(
             .error(.internalError, "The server built an invalid response."),
             acceptEncoding: nil)
@@ -216,14 +270,4 @@ final class HandlerAnswer: Sendable {
             return .response(response)
         }
     }
-}
-
-/// A connection suspended while its handler runs on another thread.
-///
-/// `@unchecked Sendable`: the pointer is used on that thread only for `MHD_resume_connection`, which
-/// the manual declares safe "at any time" on a suspended connection; libmicrohttpd keeps the
-/// connection alive while it is suspended (and the server does not stop until every handler has
-/// resumed its connection).
-struct SuspendedConnection: @unchecked Sendable {
-    let connection: OpaquePointer
 }

@@ -8,9 +8,13 @@ import Synchronization
 /// mutex, because the callbacks run on libmicrohttpd's worker threads, and handlers on threads of their
 /// own, several at once.
 final class ServerContext: Sendable {
-    let handler: HTTPHandler
+    let handler: HTTPReplyingHandler
     let runsOffPollingThread: @Sendable (HTTPRequest) -> Bool
     let maxBodyBytes: Int
+    let rules: RequestRules
+    let bodyBudget: BodyBudget
+    let deadlines: ConnectionDeadlines
+    let requestRefused: (@Sendable (HTTPRequestHead, HTTPResponse, UInt64) -> Void)?
     let compressionThreshold: Int
     private let logSink: (@Sendable (String) -> Void)?
     /// Connections between `MHD_CONNECTION_NOTIFY_STARTED` and `MHD_CONNECTION_NOTIFY_CLOSED`.
@@ -31,9 +35,16 @@ final class ServerContext: Sendable {
     /// libmicrohttpd's log while the daemon starts, to explain a failure; `nil` once started.
     private let startupLog = Mutex<[String]?>([])
 
-    init(configuration: HTTPServer.Configuration, handler: @escaping HTTPHandler) {
+    init(configuration: HTTPServer.Configuration, handler: @escaping HTTPReplyingHandler) {
         self.handler = handler
         runsOffPollingThread = configuration.runsOffPollingThread
+        rules = RequestRules(
+            admit: configuration.admit, maxHeaderFields: configuration.maxHeaderFields,
+            maxQueryItems: configuration.maxQueryItems, requiresContentLength: configuration.requiresContentLength)
+        bodyBudget = BodyBudget(bytes: configuration.bodyMemoryBudget)
+        requestRefused = configuration.requestRefused
+        deadlines = ConnectionDeadlines(
+            headersTimeout: configuration.headersTimeout, minimumBodyRate: configuration.minimumBodyRate)
         handlerThreads = HandlerThreads(limit: configuration.threads)
         maxBodyBytes = configuration.maxBodyBytes
         compressionThreshold = configuration.compressionThreshold
@@ -80,4 +91,12 @@ final class ServerContext: Sendable {
             return lines ?? []
         }
     }
+}
+
+/// What the HTTP layer checks of each request's head, from the configuration.
+struct RequestRules: Sendable {
+    let admit: @Sendable (HTTPRequestHead) -> HTTPAdmission
+    let maxHeaderFields: Int
+    let maxQueryItems: Int
+    let requiresContentLength: Bool
 }

@@ -16,11 +16,7 @@ struct AccessToken: Sendable {
     var digest: Data { Self.digest(of: secret) }
 
     static func generate() throws(ServerError) -> AccessToken {
-        let bytes = try Crypto.randomBytes(32)
-        let encoded = bytes.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-        return AccessToken(secret: prefix + encoded)
+        AccessToken(secret: prefix + (try Crypto.randomBytes(32)).base64URLEncoded)
     }
 
     static func digest(of secret: String) -> Data { Crypto.sha256(Data(secret.utf8)) }

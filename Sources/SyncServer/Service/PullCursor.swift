@@ -1,19 +1,19 @@
 import Foundation
 import SyncProtocol
 
-/// The pull cursor behind the opaque string clients hold: base64url of a small JSON object that
-/// names the dataset it belongs to, the dataset's incarnation when it was issued, either a
-/// snapshot position or a log serial, and the fingerprint of the log up to that serial.
+/// The pull cursor behind the opaque string clients hold: a small JSON object that names the
+/// dataset it belongs to, the dataset's incarnation when it was issued, either a snapshot position
+/// or a log serial, and the fingerprint of the log up to that serial, signed with a cursor key
+/// (``signed(with:)``, ``Signed``), so that a client can only send back what the server issued.
 struct PullCursor: Codable, Hashable {
     var dataset: String
     var snapshot: SnapshotPosition?
     var serial: Int64?
-    /// The dataset's incarnation (``DatasetState/incarnation``); absent in cursors issued before
-    /// incarnations existed, which match a dataset that has none.
+    /// The dataset's incarnation (``DatasetState/incarnation``); absent for a dataset that has
+    /// none (made before incarnations existed and not restored since).
     var incarnation: String?
     /// The fingerprint of the log up to ``logSerial`` (``LogChain``) when the cursor was issued;
-    /// absent at serial 0, for an entry stored before fingerprints, and in cursors issued before
-    /// they existed.
+    /// absent at serial 0 and for an entry stored before fingerprints.
     var mark: Int64?
 
     static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?, chain: Int64?)
@@ -59,28 +59,62 @@ struct PullCursor: Codable, Hashable {
                 + "since, without `ostore-server restore`); pull again without a cursor")
     }
 
-    var encoded: String {
+    /// The cursor as clients hold it: `ID.PAYLOAD.MAC`, where ID is the decimal id of `key`,
+    /// PAYLOAD the base64url of the cursor's JSON and MAC the base64url of the HMAC-SHA256 of
+    /// `ID.PAYLOAD` under `key`. The MAC covers everything the cursor says (dataset, incarnation,
+    /// position, fingerprint) and the key it names.
+    func signed(with key: CursorKey) throws(ServerError) -> String {
         let json = (try? ProtocolJSON.encode(self)) ?? Data()
-        return json.base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let text = "\(key.id).\(json.base64URLEncoded)"
+        return text + "." + (try Crypto.hmacSHA256(key: key.secret, message: Data(text.utf8))).base64URLEncoded
     }
 
-    /// The cursor in `text`, which must have been issued for `dataset`. Its length is bounded by the
-    /// request's (`Limits.maxBodyBytes`) alone: a snapshot cursor holds the last row's key, as long
-    /// as a push may make it, and a shorter bound stopped every download at such a row.
-    init(decoding text: String, dataset: String) throws(ErrorBody) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64),
-            let cursor = try? JSONDecoder().decode(PullCursor.self, from: data),
-            (cursor.snapshot == nil) != (cursor.serial == nil)
-        else {
-            throw ErrorBody(.invalidCursor, "the cursor is not one this server issued; pull again without a cursor")
+    /// A cursor's text taken apart, not trusted yet: the key it names, then ``open(with:dataset:)``
+    /// checks its MAC under that key before anything of its content is read. Its length is bounded
+    /// by the request's (`Limits.maxBodyBytes`) alone: a snapshot cursor holds the last row's key, as
+    /// long as a push may make it, and a shorter bound stopped every download at such a row.
+    struct Signed {
+        let keyID: Int64
+        /// `ID.PAYLOAD`: what the MAC covers.
+        private let text: Substring
+        private let payload: Substring
+        private let mac: Data
+
+        /// Refuses at once what no server issued in this form: cursors of releases before cursors
+        /// were signed are a single base64url string, with no key id and no MAC.
+        init(_ cursor: String) throws(ErrorBody) {
+            let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, (1...18).contains(parts[0].utf8.count),
+                parts[0].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let keyID = Int64(parts[0]), let mac = Data(base64URLEncoded: parts[2])
+            else {
+                throw ErrorBody(
+                    .invalidCursor,
+                    "the cursor is not one this server issued (cursors of releases before they were signed are "
+                        + "refused too); pull again without a cursor")
+            }
+            self.keyID = keyID
+            self.mac = mac
+            payload = parts[1]
+            text = cursor[..<parts[1].endIndex]
         }
-        guard cursor.dataset == dataset else {
-            throw ErrorBody(.invalidCursor, "the cursor belongs to another dataset; pull again without a cursor")
+
+        /// The cursor, once its MAC proves `key` signed it, and it belongs to `dataset`.
+        func open(with key: CursorKey, dataset: String) throws -> PullCursor {
+            let expected = try Crypto.hmacSHA256(key: key.secret, message: Data(text.utf8))
+            guard Crypto.constantTimeEqual(expected, mac), let json = Data(base64URLEncoded: payload),
+                let cursor = try? JSONDecoder().decode(PullCursor.self, from: json),
+                (cursor.snapshot == nil) != (cursor.serial == nil)
+            else {
+                throw ErrorBody(
+                    .invalidCursor,
+                    "the cursor is not one this server issued, or was changed; pull again without a cursor")
+            }
+            guard cursor.dataset == dataset else {
+                throw ErrorBody(.invalidCursor, "the cursor belongs to another dataset; pull again without a cursor")
+            }
+            return cursor
         }
-        self = cursor
     }
 
     private init(dataset: String, snapshot: SnapshotPosition?, serial: Int64?, incarnation: String?, mark: Int64?) {

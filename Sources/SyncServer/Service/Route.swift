@@ -12,9 +12,7 @@ enum Route: Equatable {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         switch (method, parts.count, parts.first) {
         case (_, 2, "") where parts[1] == "healthz" || parts[1] == "metrics":
-            self =
-                method == "GET" || method == "HEAD"
-                ? (parts[1] == "healthz" ? .health : .metrics) : .wrongMethod(allowed: "GET")
+            self = method == "GET" ? (parts[1] == "healthz" ? .health : .metrics) : .wrongMethod(allowed: "GET")
         case (_, 5, "") where parts[1] == "v1" && parts[2] == "datasets":
             guard DatasetName.isValid(String(parts[3])), let endpoint = Endpoint(rawValue: String(parts[4])) else {
                 self = .notFound

@@ -17,33 +17,59 @@ public final class SyncService: Sendable {
     /// The server's clock in milliseconds since 1970 (a test may pin it).
     let now: @Sendable () -> Int64
     /// How long a push waits for the batch it follows (``PushRequest/after``) before it is
-    /// answered `409 previous_push_missing`. The wait holds the request's worker thread.
+    /// answered `409 previous_push_missing`. The wait holds no thread (``WaitingPushes``).
     let pushOrderWait: Duration
-    /// Pushes waiting for the batch they follow (the `after` each waits for), per dataset and site,
-    /// and how many in all. Each holds a thread for up to ``pushOrderWait``, so they are bounded: a
-    /// client has at most `max(1, maxPushesInFlight - 1)` waiting for a batch not stored yet (one
-    /// whose batch is stored leaves as soon as its thread wakes), and a server at most
+    /// Pushes waiting for the batch they follow: at most `max(1, pushesInFlight - 1)` of one site
+    /// for a batch not stored yet, ``maximumWaitingPushesPerToken`` of one token and
     /// ``maximumWaitingPushes`` in all.
-    private let waitingPushes = LockedState<(bySite: [WaitingSite: [Int64]], total: Int)>(([:], 0))
+    let waitingPushes: WaitingPushes
     static let maximumWaitingPushes = 64
-
-    private struct WaitingSite: Hashable {
-        let dataset: String
-        let site: SiteID
-    }
+    static let maximumWaitingPushesPerToken = 16
+    /// Where large bodies the strict reader must read are read, one at a time.
+    private let strictReading = DispatchQueue(label: "ostore.sync-service.strict-reading")
+    /// Told of every answer, deferred ones included, for the request log.
+    private let answerSink: LockedState<(@Sendable (HTTPRequest, HTTPResponse, UInt64) -> Void)?> = LockedState(nil)
+    /// The keys pull cursors are signed with, read from ``storage`` and kept.
+    let cursorKeys: PullCursorKeys
     /// The HTTP layer's open connections, for `/metrics`.
     let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
 
+    /// A service over `storage`. It keeps the pull cursor keys it reads from the storage for
+    /// `cursorKeysRefresh` (``PullCursorKeys``): a rotation by another process reaches it within
+    /// that time, or as soon as a cursor signed with the new key does.
+    ///
+    /// ```swift
+    /// let service = SyncService(storage: storage, cursorKeysRefresh: .seconds(30))
+    /// ```
     public init(
         storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        pushOrderWait: Duration = .seconds(2)
+        pushOrderWait: Duration = .seconds(2), cursorKeysRefresh: Duration = .seconds(60)
     ) {
         self.storage = storage
         self.limits = limits
         self.metrics = metrics
         self.now = now
         self.pushOrderWait = pushOrderWait
+        cursorKeys = PullCursorKeys(storage: storage, refresh: cursorKeysRefresh)
+        waitingPushes = WaitingPushes(
+            limits: .init(
+                perSite: max(1, limits.pushesInFlight - 1), perToken: Self.maximumWaitingPushesPerToken,
+                total: Self.maximumWaitingPushes)
+        ) { site in
+            try storage.datasetState(site.dataset, site: site.site).siteHighWater
+        }
+    }
+
+    /// Where every answer is reported, with the request and the nanoseconds it took: deferred
+    /// answers too, when they are sent. Refusals of ``admit(_:)`` are not: the HTTP layer reports
+    /// those (``HTTPServer/Configuration/requestRefused``).
+    ///
+    /// ```swift
+    /// service.reportAnswers { request, response, nanoseconds in log(request, response, nanoseconds) }
+    /// ```
+    public func reportAnswers(_ sink: @escaping @Sendable (HTTPRequest, HTTPResponse, UInt64) -> Void) {
+        answerSink.withLock { $0 = sink }
     }
 
     /// Where `/metrics` reads the number of open connections from.
@@ -51,34 +77,134 @@ public final class SyncService: Sendable {
         openConnections.withLock { $0 = count }
     }
 
-    /// Whether answering `request` may wait for another request: a push naming the batch it follows
-    /// (``PushRequest/after``), which its client sends on another connection. An HTTP server runs
-    /// those apart from the thread that reads connections
-    /// (``HTTPServer/Configuration/runsOffPollingThread``); the rest run faster on it (pushes of 16
-    /// clients at once: about a seventh more per second than run apart).
-    ///
-    /// Told from the body's first bytes, `{"after":`, where canonical JSON (members sorted, as
-    /// OfflineStore's engine writes a push) puts it: a push that names it further on is answered on
-    /// the polling thread, and its wait (at most ``pushOrderWait``) holds up that thread's other
-    /// connections.
+    /// Decides from a request's head, before its body is read, what the protocol's order of checks
+    /// (Protocol/README.md, section 4) decides from the head: the route, the token (with its grant
+    /// noted for the handler), a read-only token's push, the content type. For
+    /// ``HTTPServer/Configuration/admit``.
     ///
     /// ```swift
-    /// configuration.runsOffPollingThread = { service.mayWaitForAnotherRequest($0) }
+    /// configuration.admit = { service.admit($0) }
     /// ```
-    public func mayWaitForAnotherRequest(_ request: HTTPRequest) -> Bool {
-        guard case .dataset(_, .push) = Route(method: request.method, path: request.path) else { return false }
-        return request.body.starts(with: Self.afterFirst)
+    public func admit(_ head: HTTPRequestHead) -> HTTPAdmission {
+        let route = Route(method: head.method, path: head.path)
+        guard case .dataset(let dataset, let endpoint) = route else {
+            if route == .health || route == .metrics {
+                // Open to anyone, so they read no body.
+                let announcesBody =
+                    head.headers.contains("Transfer-Encoding") || (head.headers["Content-Length"] ?? "0") != "0"
+                guard announcesBody else { return .admit() }
+                return .refuse(
+                    finish(
+                        HTTPRequest(head), started: DispatchTime.now().uptimeNanoseconds, route: route, reported: false
+                    ) {
+                        throw ErrorBody(.bodyTooLarge, "GET \(head.path) takes no body")
+                    })
+            }
+            return .refuse(
+                finish(HTTPRequest(head), started: DispatchTime.now().uptimeNanoseconds, route: route, reported: false)
+                {
+                    try answer(HTTPRequest(head), route: route)
+                })
+        }
+        let started = DispatchTime.now().uptimeNanoseconds
+        do {
+            let grant = try checkHead(head.headers, dataset: dataset, endpoint: endpoint)
+            return .admit(note: grant)
+        } catch {
+            return .refuse(finish(HTTPRequest(head), started: started, route: route, reported: false) { throw error })
+        }
     }
 
-    private static let afterFirst = Data(#"{"after":"#.utf8)
-
-    /// Answers one request; never throws: every failure is an answer with a stable error code.
+    /// Answers one request, waiting on the calling thread when the answer is deferred: for callers
+    /// that are not an HTTP server. Never throws: every failure is an answer with a stable code.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        switch reply(to: request) {
+        case .response(let response): response
+        case .deferred(let later): later.wait()
+        }
+    }
+
+    /// Answers one request, or defers the answer (a push waiting for the batch it follows) without
+    /// holding the calling thread. For ``HTTPServer/init(configuration:replying:)``.
+    ///
+    /// ```swift
+    /// let server = try HTTPServer(configuration: configuration, replying: { service.reply(to: $0) })
+    /// ```
+    public func reply(to request: HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route(method: request.method, path: request.path)
+        guard case .dataset(let dataset, let endpoint) = route else {
+            return .response(finish(request, started: started, route: route) { try answer(request, route: route) })
+        }
+        if endpoint == .push, let (push, texts) = ProtocolJSON.readCanonicalPush(from: request.body, limits: limits) {
+            return replyToPush(request, push, texts: texts, dataset: dataset, started: started, route: route)
+        }
+        guard request.body.count <= Self.largestBodyReadStrictlyInline else {
+            // The strict reader builds a tree of the whole body first (tens of bytes a value): large
+            // bodies it must read wait their turn on one thread, so together they take no more
+            // memory than one, and no polling thread.
+            let later = DeferredResponse()
+            strictReading.async { [self] in
+                later.forward(
+                    replyStrictly(request, dataset: dataset, endpoint: endpoint, started: started, route: route))
+            }
+            return .deferred(later)
+        }
+        return replyStrictly(request, dataset: dataset, endpoint: endpoint, started: started, route: route)
+    }
+
+    /// Bodies up to this size that ``MessageReader`` does not vouch for are read strictly where they
+    /// arrive; larger ones one at a time on ``strictReading``.
+    static let largestBodyReadStrictlyInline = 64 * 1024
+
+    /// A dataset request whose body is read by the strict reader (``ProtocolJSON/decode(_:from:limits:)``).
+    private func replyStrictly(
+        _ request: HTTPRequest, dataset: String, endpoint: Route.Endpoint, started: UInt64, route: Route
+    ) -> HTTPReply {
+        guard endpoint == .push else {
+            return .response(finish(request, started: started, route: route) { try answer(request, route: route) })
+        }
+        do {
+            // The token before the body (Protocol/README.md, section 4).
+            _ = try grant(of: request, dataset: dataset, endpoint: .push)
+            let push = try ProtocolJSON.decode(PushRequest.self, from: request.body, limits: limits)
+            let texts = [MessageReader.CanonicalText?](repeating: nil, count: push.changes.count)
+            return replyToPush(request, push, texts: texts, dataset: dataset, started: started, route: route)
+        } catch {
+            return .response(finish(request, started: started, route: route) { throw error })
+        }
+    }
+
+    /// A decoded push's answer, now or deferred until the batch it follows is stored. `push` is
+    /// this call's to free: on another thread, so the answer does not wait for its changes to be freed.
+    private func replyToPush(
+        _ request: HTTPRequest, _ push: consuming PushRequest, texts: [MessageReader.CanonicalText?], dataset: String,
+        started: UInt64, route: Route
+    ) -> HTTPReply {
+        var owned: PushRequest? = consume push
+        defer { BackgroundRelease.release(&owned) }
+        do {
+            let grant = try grant(of: request, dataset: dataset, endpoint: .push)
+            let prepared = try preparePush(owned!, texts: texts, in: request.body, grant: grant)
+            if let later = try deferUntilPreviousPush(prepared, request: request, started: started, route: route) {
+                return .deferred(later)
+            }
+            return .response(finish(request, started: started, route: route) { try store(prepared) })
+        } catch {
+            return .response(finish(request, started: started, route: route) { throw error })
+        }
+    }
+
+    /// `answer`'s response, or the error it threw as the protocol's error body, recorded in the
+    /// metrics and reported to the answer sink (unless `reported` is false: a refusal of
+    /// ``admit(_:)``, which the HTTP layer reports).
+    private func finish(
+        _ request: HTTPRequest, started: UInt64, route: Route, reported: Bool = true,
+        _ answer: () throws -> HTTPResponse
+    ) -> HTTPResponse {
         var response: HTTPResponse
         do {
-            response = try answer(request, route: route)
+            response = try answer()
         } catch let error as ErrorBody {
             response = Self.response(error)
         } catch let error as ServerError {
@@ -86,8 +212,9 @@ public final class SyncService: Sendable {
         } catch {
             response = Self.response(ErrorBody(.internalError, "the server failed: \(error)"))
         }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        metrics.recordRequest(route: route.metricName, status: response.status.rawValue, seconds: seconds)
+        let elapsed = DispatchTime.now().uptimeNanoseconds - started
+        metrics.recordRequest(route: route.metricName, status: response.status.rawValue, seconds: Double(elapsed) / 1e9)
+        if reported { answerSink.withLock { $0 }?(request, response, elapsed) }
         return response
     }
 
@@ -105,33 +232,43 @@ public final class SyncService: Sendable {
             throw ErrorBody(.notFound, "no such route: \(request.method) \(String(request.path.prefix(200)))")
         case .wrongMethod(let allowed):
             var response = Self.response(
-                ErrorBody(.methodNotAllowed, "\(request.path) accepts \(allowed) only, not \(request.method)"))
+                ErrorBody(
+                    .methodNotAllowed, "\(request.path.prefix(200)) accepts \(allowed) only, not \(request.method)"))
             response.headers["Allow"] = allowed
             return response
         case .dataset(let dataset, let endpoint):
-            let grant = try authorize(request, dataset: dataset)
-            guard Self.isJSON(contentType: request.headers["Content-Type"]) else {
-                throw ErrorBody(.unsupportedMediaType, "send the body as Content-Type: application/json")
-            }
+            let grant = try grant(of: request, dataset: dataset, endpoint: endpoint)
             switch endpoint {
             case .hello:
                 let hello = try ProtocolJSON.decode(HelloRequest.self, from: request.body, limits: limits)
                 return try Self.json(try self.hello(hello, grant: grant))
             case .push:
-                guard !grant.readOnly else {
-                    throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
-                }
-                var (push, texts): (PushRequest?, _) = try ProtocolJSON.decodePushKeepingText(
-                    from: request.body, limits: limits)
-                let response = try Self.json(try self.push(push!, texts: texts, in: request.body, dataset: dataset))
-                // Freed on another thread: the answer does not wait for its changes to be freed.
-                BackgroundRelease.release(&push)
-                return response
+                preconditionFailure("pushes are answered by reply(to:), which may defer them")
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
                 return try self.pull(pull, dataset: dataset)
             }
         }
+    }
+
+    /// The grant ``admit(_:)`` noted, or for a request that did not pass it (made by hand) the
+    /// head's checks made now.
+    private func grant(of request: HTTPRequest, dataset: String, endpoint: Route.Endpoint) throws -> TokenGrant {
+        if let grant = request.admissionNote as? TokenGrant, grant.dataset == dataset { return grant }
+        return try checkHead(request.headers, dataset: dataset, endpoint: endpoint)
+    }
+
+    /// Steps 3 and 4 of the protocol's order of checks: the token, a read-only token's push, the
+    /// content type.
+    private func checkHead(_ headers: HTTPHeaders, dataset: String, endpoint: Route.Endpoint) throws -> TokenGrant {
+        let grant = try authorize(headers, dataset: dataset)
+        if endpoint == .push, grant.readOnly {
+            throw ErrorBody(.readOnlyToken, "this token is read-only; push with a read-write token")
+        }
+        guard Self.isJSON(contentType: headers["Content-Type"]) else {
+            throw ErrorBody(.unsupportedMediaType, "send the body as Content-Type: application/json")
+        }
+        return grant
     }
 
     /// `application/json`, in any case, with no parameter but an optional `charset=utf-8`.
@@ -146,8 +283,8 @@ public final class SyncService: Sendable {
 
     /// 401 without a valid token; 403 for a token of another dataset, whether or not the named
     /// dataset exists, so tokens cannot probe for names.
-    private func authorize(_ request: HTTPRequest, dataset: String) throws -> TokenGrant {
-        guard let secret = AccessToken.secret(fromAuthorization: request.headers["Authorization"]),
+    private func authorize(_ headers: HTTPHeaders, dataset: String) throws -> TokenGrant {
+        guard let secret = AccessToken.secret(fromAuthorization: headers["Authorization"]),
             let grant = try storage.grant(forTokenDigest: AccessToken.digest(of: secret))
         else {
             throw ErrorBody(
@@ -168,6 +305,10 @@ public final class SyncService: Sendable {
     }
 
     func hello(_ hello: HelloRequest, grant: TokenGrant) throws -> HelloResponse {
+        // Before anything is recorded: a hello as a site another token holds moves nothing. A
+        // read-only token cannot push, so its hello neither binds the site nor is refused for it.
+        let claimed =
+            grant.readOnly ? nil : try storage.claimSite(hello.site, dataset: grant.dataset, token: grant.tokenID)
         let datasetVersion = try storage.schemaVersion(of: grant.dataset)
         let outcome = Compatibility.negotiate(
             .init(
@@ -193,18 +334,29 @@ public final class SyncService: Sendable {
             protocolVersion: outcome.protocolVersion, supportedProtocolVersions: ProtocolVersion.supported,
             verdict: outcome.verdict, datasetSchemaVersion: after, requiredMajorVersion: outcome.requiredMajorVersion,
             limits: limits, serverTime: now(), message: message,
-            acknowledgedThrough: try storage.datasetState(grant.dataset, site: hello.site).siteHighWater)
+            acknowledgedThrough: try claimed ?? storage.datasetState(grant.dataset, site: hello.site).siteHighWater)
     }
 
-    /// Validates and stores `push`; `texts` (with the `body` it was read from) say which changes'
-    /// canonical JSON the body holds (``ProtocolJSON/decodePushKeepingText(from:limits:)``).
-    func push(_ push: PushRequest, texts: [MessageReader.CanonicalText?], in body: Data, dataset: String) throws
-        -> PushResponse
+    /// A push that passed every check of its own, ready to store once the batch it follows is.
+    struct PreparedPush: Sendable {
+        let site: SiteID
+        let schemaVersion: SchemaVersion
+        let after: Int64?
+        let batch: BatchJSON
+        let grant: TokenGrant
+        var dataset: String { grant.dataset }
+    }
+
+    /// The checks of a push that need nothing but the push and the dataset's schema version, in the
+    /// order of Protocol/README.md section 4, before any wait for the batch before: an app that
+    /// must upgrade is told so at once.
+    func preparePush(_ push: PushRequest, texts: [MessageReader.CanonicalText?], in body: Data, grant: TokenGrant)
+        throws -> PreparedPush
     {
+        let dataset = grant.dataset
         try checkProtocol(push.protocolVersion)
-        // Before the batch's checks, in the order of Protocol/README.md section 4, and before any
-        // wait for the batch before: an app that must upgrade is told so at once. `storeBatch`
-        // checks again in its transaction, where the dataset cannot move to a new major meanwhile.
+        // `storeBatch` checks again in its transaction, where the dataset cannot move to a new major
+        // meanwhile.
         try ErrorBody.requireMaySync(
             client: push.schemaVersion, dataset: try storage.schemaVersion(of: dataset), pushing: true)
         guard push.changes.count <= limits.maxChangesPerPush else {
@@ -230,72 +382,85 @@ public final class SyncService: Sendable {
         }
         let batch = try BatchJSON(push.changes, texts: texts, in: body)
         if let after = push.after {
-            try waitForPreviousPush(after, of: push, dataset: dataset)
-        }
-        let acknowledged = try storage.storeBatch(
-            batch, site: push.site, clientSchema: push.schemaVersion, dataset: dataset)
-        metrics.recordPushed(push.changes.count)
-        return PushResponse(site: push.site, acknowledgedThrough: acknowledged)
-    }
-
-    /// Returns once `push.site`'s high-water mark has reached `after` (the batch sent before this
-    /// one is stored), so that batch's changes are never skipped as already stored; the push was
-    /// read and checked meanwhile, while that batch was being written.
-    private func waitForPreviousPush(_ after: Int64, of push: PushRequest, dataset: String) throws {
-        guard push.protocolVersion >= ProtocolVersion.pushesInOrder else {
-            throw ErrorBody(
-                .invalidMessage,
-                "after needs protocol version \(ProtocolVersion.pushesInOrder) or later; this push names version "
-                    + "\(push.protocolVersion)")
-        }
-        guard after >= 0, after < (push.changes.first?.seq ?? .max) else {
-            throw ErrorBody(
-                .invalidMessage,
-                "after is \(after); it names the last change of the batch sent before this one, so it must be "
-                    + "0 or more and below the first change's seq")
-        }
-        // Most pushes find the batch before stored already: they take no place among the waiting.
-        let highWater = try storage.datasetState(dataset, site: push.site).siteHighWater
-        if highWater >= after { return }
-        let waiting = WaitingSite(dataset: dataset, site: push.site)
-        let admitted = waitingPushes.withLock { state in
-            // A push whose batch before is stored no longer waits, though its thread may not have
-            // woken yet: its client, answered the batch before, may send the next one meanwhile.
-            let stillWaiting = state.bySite[waiting, default: []].count { $0 > highWater }
-            guard state.total < Self.maximumWaitingPushes, stillWaiting < max(1, limits.pushesInFlight - 1)
-            else { return false }
-            state.total += 1
-            state.bySite[waiting, default: []].append(after)
-            return true
-        }
-        guard admitted else {
-            throw Self.previousPushMissing(
-                after,
-                "as many pushes of this site as the server holds (or of all sites) are already waiting for the "
-                    + "batches they follow")
-        }
-        defer {
-            waitingPushes.withLock { state in
-                state.total -= 1
-                if let index = state.bySite[waiting]?.firstIndex(of: after) {
-                    state.bySite[waiting]?.remove(at: index)
-                }
-                if state.bySite[waiting]?.isEmpty == true { state.bySite[waiting] = nil }
+            guard push.protocolVersion >= ProtocolVersion.pushesInOrder else {
+                throw ErrorBody(
+                    .invalidMessage,
+                    "after needs protocol version \(ProtocolVersion.pushesInOrder) or later; this push names version "
+                        + "\(push.protocolVersion)")
+            }
+            guard after >= 0, after < (push.changes.first?.seq ?? .max) else {
+                throw ErrorBody(
+                    .invalidMessage,
+                    "after is \(after); it names the last change of the batch sent before this one, so it must be "
+                        + "0 or more and below the first change's seq")
             }
         }
-        // Lends this handler's place to another request meanwhile: the batch waited for may be
-        // queued behind it.
-        let deadline = ContinuousClock.now + pushOrderWait
-        guard
-            try HandlerThreads.stepAside({
-                try storage.waitForHighWater(after, site: push.site, dataset: dataset, until: deadline)
-            })
-        else {
-            throw Self.previousPushMissing(
-                after,
-                "the server has not stored that change (the batch holding it was refused or did not arrive within "
-                    + "\(pushOrderWait))")
+        return PreparedPush(
+            site: push.site, schemaVersion: push.schemaVersion, after: push.after, batch: batch, grant: grant)
+    }
+
+    /// Stores a prepared push whose batch before is stored, and wakes pushes waiting for it.
+    private func storeBatch(_ prepared: PreparedPush) throws -> PushResponse {
+        // The site's binding is checked (and made) in the transaction that stores the batch.
+        let stored = try storage.storeBatch(
+            prepared.batch, site: prepared.site, clientSchema: prepared.schemaVersion, dataset: prepared.dataset,
+            token: prepared.grant.tokenID)
+        // Replays are acknowledged again, not counted again.
+        metrics.recordPushed(stored.appended)
+        waitingPushes.stored(dataset: prepared.dataset, site: prepared.site)
+        return PushResponse(site: prepared.site, acknowledgedThrough: stored.acknowledgedThrough)
+    }
+
+    private func store(_ prepared: PreparedPush) throws -> HTTPResponse {
+        try Self.json(try storeBatch(prepared))
+    }
+
+    /// For a push whose batch before is not stored yet: its answer, deferred until that batch is
+    /// stored (then this one is stored, on a handler thread) or ``pushOrderWait`` has passed (then
+    /// `409 previous_push_missing`). `nil` when the push need not wait. Refused at once when as many
+    /// pushes wait as ``WaitingPushes`` allows this site, this token or all.
+    private func deferUntilPreviousPush(
+        _ prepared: PreparedPush, request: HTTPRequest, started: UInt64, route: Route
+    ) throws -> DeferredResponse? {
+        guard let after = prepared.after else { return nil }
+        // Most pushes find the batch before stored already: they take no place among the waiting.
+        // Read with the site's binding: a push as a site another token holds takes none either, so
+        // it cannot crowd out the real device's pushes that wait.
+        let highWater = try storage.claimSite(prepared.site, dataset: prepared.dataset, token: prepared.grant.tokenID)
+        if highWater >= after { return nil }
+        let later = DeferredResponse()
+        do {
+            try waitingPushes.wait(
+                .init(dataset: prepared.dataset, site: prepared.site), token: prepared.grant.tokenID, after: after,
+                highWater: highWater, until: .now + pushOrderWait
+            ) { [self] stored in
+                guard stored else {
+                    later.send(
+                        finish(request, started: started, route: route) {
+                            throw Self.previousPushMissing(after, notStoredReason)
+                        })
+                    return
+                }
+                later.send(computing: { [self] in
+                    finish(request, started: started, route: route) { try store(prepared) }
+                })
+            }
+        } catch {
+            let limit =
+                switch error {
+                case .siteLimit: "as many pushes of this site as the server holds are already waiting"
+                case .tokenLimit:
+                    "\(Self.maximumWaitingPushesPerToken) pushes of this token are already waiting"
+                case .totalLimit: "\(Self.maximumWaitingPushes) pushes are already waiting"
+                }
+            throw Self.previousPushMissing(after, "\(limit) for the batches they follow")
         }
+        return later
+    }
+
+    private var notStoredReason: String {
+        "the server has not stored that change (the batch holding it was refused or did not arrive within "
+            + "\(pushOrderWait))"
     }
 
     private static func previousPushMissing(_ after: Int64, _ reason: String) -> ErrorBody {
@@ -313,7 +478,7 @@ public final class SyncService: Sendable {
             throw ErrorBody(.invalidMessage, "limit is \(asked); ask for at least 1 change (or leave it out)")
         }
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
-        let cursor = try pull.cursor.map { text throws(ErrorBody) in try PullCursor(decoding: text, dataset: dataset) }
+        let cursor = try pull.cursor.map { text in try cursorKeys.open(text, dataset: dataset) }
         let state = try storage.datasetState(dataset, site: pull.site)
         if let cursor {
             try cursor.check(against: state)
@@ -328,7 +493,7 @@ public final class SyncService: Sendable {
             let next = PullCursor.log(
                 page.nextSerial, dataset: dataset, incarnation: state.incarnation, chain: page.nextChain)
             let tail =
-                #"],"cursor":"\#(next.encoded)","hasMore":\#(page.hasMore),"phase":"log","#
+                #"],"cursor":"\#(try cursorKeys.seal(next))","hasMore":\#(page.hasMore),"phase":"log","#
                 + #""remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
             var body = Data(capacity: 16 + page.joinedEntries.count + tail.utf8.count)
             body.append(contentsOf: #"{"changes":["#.utf8)
@@ -352,7 +517,7 @@ public final class SyncService: Sendable {
         var writer = CanonicalJSONWriter(capacity: 256 * page.changes.count + 256)
         try writer.write(
             PullResponse(
-                changes: page.changes, cursor: next.encoded, hasMore: true, phase: .snapshot,
+                changes: page.changes, cursor: try cursorKeys.seal(next), hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
         return .json(writer.data)
     }

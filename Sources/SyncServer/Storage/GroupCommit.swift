@@ -50,33 +50,12 @@ final class GroupCommit: Sendable {
             queue.condition.lock()
             for (ticket, result) in zip(group, results) { ticket.result = result }
             queue.isWriting = false
-            queue.groupsWritten &+= 1
             queue.condition.broadcast()
         }
         let result = ticket.result!
         queue.condition.unlock()
         // The ticket ran this call's own `work`, so its value is an `Output`.
         return try result.get() as! Output
-    }
-
-    /// Returns true as soon as `isDone()` does, asking it again after each group this object
-    /// writes, and at least every `interval` (for a commit it did not make: another process on the
-    /// same file); false once `deadline` passes first. `isDone` runs without the queue's lock (it may
-    /// read the database): a group written while it runs is seen by counting groups, not missed.
-    func wait(
-        until deadline: ContinuousClock.Instant, askingAtLeastEvery interval: Duration = .milliseconds(50),
-        for isDone: () throws -> Bool
-    ) rethrows -> Bool {
-        while true {
-            let seen = queue.condition.withLock { queue.groupsWritten }
-            if try isDone() { return true }
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return false }
-            let until = Date(timeIntervalSinceNow: min(left, interval).inSeconds)
-            queue.condition.withLock {
-                while queue.groupsWritten == seen, queue.condition.wait(until: until) {}
-            }
-        }
     }
 
     /// One transaction for the whole group; the results only stand if it commits.
@@ -114,15 +93,13 @@ final class GroupCommit: Sendable {
         }
     }
 
-    /// The pushes waiting, whether a group is being written, and how many were.
+    /// The pushes waiting, and whether a group is being written.
     ///
-    /// `@unchecked Sendable` is safe because `waiting`, `isWriting` and `groupsWritten` are only
+    /// `@unchecked Sendable` is safe because `waiting` and `isWriting` are only
     /// read or written while `condition` is locked.
     private final class Queue: @unchecked Sendable {
         let condition = NSCondition()
         var waiting: [Ticket] = []
         var isWriting = false
-        /// Groups written so far (committed or not), for ``GroupCommit/wait(until:for:)``.
-        var groupsWritten: UInt64 = 0
     }
 }

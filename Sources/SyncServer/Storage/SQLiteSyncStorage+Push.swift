@@ -5,12 +5,13 @@ import SyncStoreBridge
 
 extension SQLiteSyncStorage {
     public func storeBatch(
-        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
-    ) throws -> Int64 {
+        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String?
+    ) throws -> StoredBatch {
         let changes = batch.changes
         // The log keeps each change's canonical JSON, the folder what it merges.
         let bodies = batch.bodies
         let folds = changes.indices.map { index in FoldChange(changes[index], key: batch.keys[index]) }
+        let name = dataset
         let appended = try storageWork("storing a batch in dataset \(dataset)") {
             try commits.write { db in
                 guard
@@ -25,10 +26,11 @@ extension SQLiteSyncStorage {
                 try ErrorBody.requireMaySync(client: clientSchema, dataset: datasetSchema, pushing: true)
                 var serial: Int64 = try dataset.decode(at: 2)
                 let siteBytes = site.bytes
-                let stored =
-                    try db.fetchValue(
-                        Int64.self,
-                        "SELECT highSeq FROM server_sites WHERE datasetID = \(datasetID) AND site = \(siteBytes)") ?? 0
+                // The binding comes with the high-water mark, in the same read: no round trip more.
+                let siteRow = try db.fetchOne(Self.siteOfPush(datasetID: datasetID, site: siteBytes))
+                let stored = try siteRow.map { try $0.decode(Int64.self, at: 0) } ?? 0
+                let binding = try Self.binding(of: site, dataset: name, siteRow)
+                let binds = try token.map { token throws(ErrorBody) in try binding.claim(by: token) } ?? false
                 var high = stored
                 var appended: [Int] = []
                 appended.reserveCapacity(changes.count)
@@ -44,12 +46,10 @@ extension SQLiteSyncStorage {
                     high = changes[index].seq
                 }
                 try entries.flush(db)
+                if high != stored || binds {
+                    try db.execute(Self.upsertSite(datasetID: datasetID, site: siteBytes, high: high, token: token))
+                }
                 if high != stored {
-                    try db.execute(
-                        """
-                        INSERT INTO server_sites (datasetID, site, highSeq) VALUES (\(datasetID), \(siteBytes), \(high))
-                        ON CONFLICT (datasetID, site) DO UPDATE SET highSeq = excluded.highSeq
-                        """)
                     try db.execute(
                         "UPDATE server_datasets SET lastSerial = \(serial), lastChain = \(chain) WHERE id = \(datasetID)"
                     )
@@ -68,7 +68,35 @@ extension SQLiteSyncStorage {
                 StateFolder.Run(firstSerial: appended.lastSerial - Int64(changes.count) + 1, changes: changes),
                 datasetID: appended.datasetID, lastSerial: appended.lastSerial)
         }
-        return appended.high
+        return StoredBatch(acknowledgedThrough: appended.high, appended: appended.indices.count)
+    }
+}
+
+extension SQLiteSyncStorage {
+    /// A site's high-water mark, the token it is bound to and whether that token is still valid
+    /// (``SiteBinding``); no row for a site never used.
+    static func siteOfPush(datasetID: Int64, site: Data) -> SQL {
+        """
+        SELECT s.highSeq, s.tokenID, t.id IS NOT NULL FROM server_sites AS s
+        LEFT JOIN server_tokens AS t ON t.id = s.tokenID AND t.revokedAt IS NULL
+        WHERE s.datasetID = \(datasetID) AND s.site = \(site)
+        """
+    }
+
+    /// The binding of a row of ``siteOfPush(datasetID:site:)`` (nil: the site was never used).
+    static func binding(of site: SiteID, dataset: String, _ row: Row?) throws -> SiteBinding {
+        SiteBinding(
+            site: site, dataset: dataset, token: try row.flatMap { try $0.decode(String?.self, at: 1) },
+            tokenIsLive: try row.map { try $0.decode(Bool.self, at: 2) } ?? false)
+    }
+
+    /// Writes a site's high-water mark and, unless `token` is nil, the token it is bound to.
+    static func upsertSite(datasetID: Int64, site: Data, high: Int64, token: String?) -> SQL {
+        """
+        INSERT INTO server_sites (datasetID, site, highSeq, tokenID) VALUES (\(datasetID), \(site), \(high), \(token))
+        ON CONFLICT (datasetID, site) DO UPDATE SET
+            highSeq = excluded.highSeq, tokenID = coalesce(excluded.tokenID, server_sites.tokenID)
+        """
     }
 }
 

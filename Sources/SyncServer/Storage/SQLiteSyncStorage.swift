@@ -148,13 +148,27 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func datasets() throws(ServerError) -> [DatasetSummary] {
         try serverWork("listing datasets") {
             try pool.read { db in
-                try db.fetchAll("SELECT name, schemaVersion, lastSerial FROM server_datasets ORDER BY name").map {
-                    row in
+                try db.fetchAll(
+                    "SELECT name, schemaVersion, lastSerial, allowedMajor FROM server_datasets ORDER BY name"
+                ).map { row in
                     DatasetSummary(
                         name: try row.decode(at: 0),
                         schemaVersion: (try row.decode(String?.self, at: 1)).flatMap(SchemaVersion.init),
-                        changes: try row.decode(at: 2))
+                        changes: try row.decode(at: 2), allowedMajorVersion: try row.decode(Int?.self, at: 3))
                 }
+            }
+        }
+    }
+
+    public func allowMajor(_ major: Int, dataset: String) throws(ServerError) {
+        try serverWork("allowing dataset \(dataset) to move to major version \(major)") {
+            try pool.write { db in
+                let datasetID = try self.datasetID(dataset, db)
+                let current = try db.fetchValue(
+                    String.self, "SELECT schemaVersion FROM server_datasets WHERE id = \(datasetID)"
+                ).flatMap(SchemaVersion.init)
+                try MajorAllowance.check(major, dataset: dataset, current: current)
+                try db.execute("UPDATE server_datasets SET allowedMajor = \(major) WHERE id = \(datasetID)")
             }
         }
     }
@@ -266,6 +280,12 @@ public final class SQLiteSyncStorage: SyncStorage {
         try storageWork("recording the schema of dataset \(dataset)") {
             try pool.write { db in
                 let datasetID = try self.datasetID(dataset, db)
+                let row = try db.fetchOne(
+                    "SELECT schemaVersion, allowedMajor FROM server_datasets WHERE id = \(datasetID)")
+                let current = try row.flatMap { try $0.decode(String?.self, at: 0) }.flatMap(SchemaVersion.init)
+                try MajorAllowance.requireAllowed(
+                    schema.version, dataset: dataset, current: current,
+                    allowed: try row.flatMap { try $0.decode(Int?.self, at: 1) })
                 let version = schema.version.description
                 if let known = try db.fetchValue(
                     String.self,
@@ -285,9 +305,6 @@ public final class SQLiteSyncStorage: SyncStorage {
                         VALUES (\(datasetID), \(version), \(schema.fingerprint))
                         """)
                 }
-                let current = try db.fetchValue(
-                    String.self, "SELECT schemaVersion FROM server_datasets WHERE id = \(datasetID)"
-                ).flatMap(SchemaVersion.init)
                 if mayMoveDataset, current.map({ schema.version > $0 }) ?? true {
                     try db.execute("UPDATE server_datasets SET schemaVersion = \(version) WHERE id = \(datasetID)")
                     return schema.version
@@ -315,18 +332,33 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    /// Asks again after each group commit (``GroupCommit/wait(until:for:)``): pushes reach this
-    /// file only through this object's commits.
-    public func waitForHighWater(
-        _ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant
-    ) throws(ServerError) -> Bool {
-        do {
-            return try commits.wait(until: deadline) { try datasetState(dataset, site: site).siteHighWater >= seq }
-        } catch let error as ServerError {
-            throw error
-        } catch {
-            throw ServerError(.storage, "waiting for a push of dataset \(dataset): \(error)")
+    public func claimSite(_ site: SiteID, dataset: String, token: String) throws -> Int64 {
+        try storageWork("claiming site \(site) of dataset \(dataset)") {
+            // Most claims find the site theirs already: one read, and no wait for the writer.
+            let seen = try pool.read { db in try siteClaim(site, dataset: dataset, db) }
+            guard try seen.binding.claim(by: token) else { return seen.high }
+            // Read again in the write: a push or another claim may have bound the site meanwhile.
+            return try commits.write { db in
+                let now = try self.siteClaim(site, dataset: dataset, db)
+                if try now.binding.claim(by: token) {
+                    try db.execute(
+                        Self.upsertSite(datasetID: now.datasetID, site: site.bytes, high: now.high, token: token))
+                }
+                return now.high
+            }
         }
+    }
+
+    /// The site's binding and high-water mark, as ``claimSite(_:dataset:token:)`` decides on them.
+    private func siteClaim(_ site: SiteID, dataset: String, _ db: Database) throws
+        -> (datasetID: Int64, high: Int64, binding: SiteBinding)
+    {
+        let datasetID = try self.datasetID(dataset, db)
+        let row = try db.fetchOne(Self.siteOfPush(datasetID: datasetID, site: site.bytes))
+        return (
+            datasetID, try row.map { try $0.decode(Int64.self, at: 0) } ?? 0,
+            try Self.binding(of: site, dataset: dataset, row)
+        )
     }
 
     /// Gives every dataset (or those named) a new incarnation, so every pull cursor issued before is

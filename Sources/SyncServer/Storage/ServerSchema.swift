@@ -5,6 +5,7 @@ import OfflineStore
 enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
         ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self, ServerSchemaV1_4.self,
+        ServerSchemaV1_5.self, ServerSchemaV1_6.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
@@ -15,6 +16,8 @@ enum ServerMigrationPlan: MigrationPlan {
             fromVersion: ServerSchemaV1_2.self, toVersion: ServerSchemaV1_3.self, didMigrate: ServerSchemaV1_3.packCells
         ),
         .lightweight(fromVersion: ServerSchemaV1_3.self, toVersion: ServerSchemaV1_4.self),
+        .lightweight(fromVersion: ServerSchemaV1_4.self, toVersion: ServerSchemaV1_5.self),
+        .lightweight(fromVersion: ServerSchemaV1_5.self, toVersion: ServerSchemaV1_6.self),
     ]
 }
 

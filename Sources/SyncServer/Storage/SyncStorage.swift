@@ -18,31 +18,74 @@ public protocol SyncStorage: Sendable {
 
     func createDataset(named name: String) throws(ServerError)
     func datasets() throws(ServerError) -> [DatasetSummary]
+    /// Lets `dataset`'s schema move up to major version `major` (0 to 999,999,999): a hello
+    /// announcing a higher major is refused with `409 major_not_allowed` and moves nothing. Without
+    /// an allowance a dataset takes its first hello's major and then stays at it; one at or below
+    /// the dataset's current major allows no move. Throws ``ServerError`` (kind `conflict`) for a
+    /// major below the dataset's, which it has left for good.
+    ///
+    /// ```swift
+    /// try storage.allowMajor(2, dataset: "family")  // release 2.0 of the app may move it
+    /// ```
+    func allowMajor(_ major: Int, dataset: String) throws(ServerError)
     /// Makes a token for `dataset`; the secret is in the result and nowhere else.
     func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken
     func revokeToken(id: String) throws(ServerError)
     func tokens() throws(ServerError) -> [TokenSummary]
+    /// Adds a pull cursor key newer than every other (``CursorKey``) and drops every key older than
+    /// the one before it, in one transaction: servers sign with the new key once they read it, and
+    /// refuse cursors signed with a dropped one.
+    ///
+    /// ```swift
+    /// let rotation = try storage.rotateCursorKeys()  // added 3, previous 2, dropped [1]
+    /// ```
+    func rotateCursorKeys() throws(ServerError) -> CursorKeyRotation
 
     // MARK: Serving
 
     /// Throws ``ServerError`` (kind `unavailable`) when the storage cannot serve requests now.
     func checkHealth() throws(ServerError)
 
+    /// The keys that authenticate pull cursors, newest first: the one servers sign with and the one
+    /// before it, whose cursors they still accept (older keys are dropped by
+    /// ``rotateCursorKeys()``). Makes the first key when there is none yet, once for every server
+    /// sharing the storage. Servers cache what it returns (``PullCursorKeys``).
+    ///
+    /// ```swift
+    /// let signing = try storage.cursorKeys()[0]
+    /// ```
+    func cursorKeys() throws(ServerError) -> [CursorKey]
     /// The grant of the unrevoked token whose SHA-256 digest is `digest`, or nil.
     func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
     /// The newest schema version the dataset has seen (nil when no client has joined).
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion?
     /// Records that a client with this schema joined. A version newer than the dataset's newest
     /// moves the dataset to it when `mayMoveDataset`. Throws `ErrorBody(.schemaConflict)` when the
-    /// version is known with another fingerprint.
+    /// version is known with another fingerprint, and `ErrorBody(.majorNotAllowed)`, with or without
+    /// `mayMoveDataset`, when its major is above the highest the operator allows
+    /// (``allowMajor(_:dataset:)``).
     func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion?
+    /// Binds `site` of `dataset` to `token` unless it is bound to it already (``SiteBinding``), and
+    /// returns the site's high-water mark. Throws `ErrorBody(.siteForbidden)` when another token,
+    /// not revoked, holds the site. A hello with a read-write token claims its site, and so does a
+    /// push that waits for the batch it follows, before it waits; a push that does not wait checks
+    /// inside ``storeBatch(_:site:clientSchema:dataset:token:)``'s transaction. Most calls find the
+    /// site bound to their token and only read.
+    ///
+    /// ```swift
+    /// let acknowledged = try storage.claimSite(site, dataset: "family", token: grant.tokenID)
+    /// ```
+    func claimSite(_ site: SiteID, dataset: String, token: String) throws -> Int64
     /// Stores the changes of `site` not stored yet (those with a `seq` above the site's high-water
     /// mark), all or nothing, after checking inside the same transaction that the dataset still
-    /// accepts `clientSchema`'s major version (else `ErrorBody(.upgradeRequired)`). Returns the
-    /// site's new high-water mark. `batch` holds the changes with their canonical JSON (the log's
-    /// bodies and the state's keys), made before any lock is taken.
-    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String)
-        throws -> Int64
+    /// accepts `clientSchema`'s major version (else `ErrorBody(.upgradeRequired)`) and that the site
+    /// is `token`'s to push as (else `ErrorBody(.siteForbidden)`; a site not bound yet, or bound to
+    /// a revoked token, is bound to `token`), read with the site's high-water mark. Returns the
+    /// site's new high-water mark and how many of the changes were new (``StoredBatch``). `batch` holds the changes with their canonical JSON (the log's
+    /// bodies and the state's keys), made before any lock is taken. A nil `token` (the operator's
+    /// own calls, tests, benchmarks) neither checks nor makes a binding.
+    func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String?)
+        throws -> StoredBatch
     /// Up to `limit` log entries after `serial`, leaving out `site`'s own.
     func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
         -> LogPage
@@ -62,18 +105,6 @@ public protocol SyncStorage: Sendable {
     /// let stillTheSameLog = try storage.logChain(dataset: "family", serial: 42) == chainSeenBefore
     /// ```
     func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64?
-    /// Waits until `site`'s high-water mark in `dataset` is at least `seq` or `deadline` passes,
-    /// outside any transaction, and returns whether it is: a push naming the batch before it
-    /// (``PushRequest/after``) is stored only after that batch. The default asks
-    /// ``datasetState(_:site:)`` again after a pause growing from 1 to 20 ms, which sees the
-    /// commits of every server sharing the storage; a storage that knows when its own commits land
-    /// wakes at once.
-    ///
-    /// ```swift
-    /// let ready = try storage.waitForHighWater(46, site: site, dataset: "family", until: .now + .seconds(3))
-    /// ```
-    func waitForHighWater(_ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant)
-        throws(ServerError) -> Bool
 }
 
 extension SyncStorage {
@@ -81,29 +112,42 @@ extension SyncStorage {
     /// ``LogPage/nextChain`` nil), and are checked by incarnation and newest serial alone.
     public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? { nil }
 
-    public func waitForHighWater(
-        _ seq: Int64, site: SiteID, dataset: String, until deadline: ContinuousClock.Instant
-    ) throws(ServerError) -> Bool {
-        var pause = Duration.milliseconds(1)
-        while try datasetState(dataset, site: site).siteHighWater < seq {
-            let now = ContinuousClock.now
-            guard now < deadline else { return false }
-            Thread.sleep(forTimeInterval: min(pause, deadline - now).inSeconds)
-            pause = min(pause * 2, .milliseconds(20))
-        }
-        return true
-    }
-
     /// The protocol's `storeBatch` of a ``BatchJSON``, with the changes' canonical JSON written
     /// here.
     ///
     /// ```swift
     /// let high = try storage.storeBatch(changes, site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
     /// ```
-    public func storeBatch(_ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
+    public func storeBatch(
+        _ changes: [Change], site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String? = nil
+    ) throws -> Int64 {
+        try storeBatch(try BatchJSON(changes), site: site, clientSchema: clientSchema, dataset: dataset, token: token)
+            .acknowledgedThrough
+    }
+
+    /// ``storeBatch(_:site:clientSchema:dataset:token:)`` as the operator: no token, so the site's
+    /// binding is neither checked nor made.
+    ///
+    /// ```swift
+    /// let high = try storage.storeBatch(try BatchJSON(changes), site: site, clientSchema: version, dataset: "family")
+    /// ```
+    public func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String) throws
         -> Int64
     {
-        try storeBatch(try BatchJSON(changes), site: site, clientSchema: clientSchema, dataset: dataset)
+        try storeBatch(batch, site: site, clientSchema: clientSchema, dataset: dataset, token: nil).acknowledgedThrough
+    }
+}
+
+/// What ``SyncStorage/storeBatch(_:site:clientSchema:dataset:token:)`` did with a batch.
+public struct StoredBatch: Sendable, Hashable {
+    /// The site's high-water mark after the batch: what the push is answered.
+    public var acknowledgedThrough: Int64
+    /// How many of the batch's changes were stored now; the rest were stored before (a replay).
+    public var appended: Int
+
+    public init(acknowledgedThrough: Int64, appended: Int) {
+        self.acknowledgedThrough = acknowledgedThrough
+        self.appended = appended
     }
 }
 
@@ -142,6 +186,9 @@ public struct DatasetSummary: Sendable, Hashable, Codable {
     public var name: String
     public var schemaVersion: SchemaVersion?
     public var changes: Int64
+    /// The highest major the operator lets the dataset move to (``SyncStorage/allowMajor(_:dataset:)``);
+    /// nil when none was given.
+    public var allowedMajorVersion: Int?
 }
 
 public struct CreatedToken: Sendable, Hashable {

@@ -21,6 +21,8 @@ struct PostgresMigration: Sendable {
         PostgresMigration(version: 1, name: "server tables", sql: version1),
         PostgresMigration(version: 2, name: "dataset incarnations", sql: version2),
         PostgresMigration(version: 3, name: "log fingerprints", sql: version3),
+        PostgresMigration(version: 4, name: "pull cursor keys", sql: version4),
+        PostgresMigration(version: 5, name: "site bindings and major allowances", sql: version5),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -113,6 +115,31 @@ struct PostgresMigration: Sendable {
         ALTER TABLE server_log ADD COLUMN IF NOT EXISTS chain bigint;
         ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS last_chain bigint;
         ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS last_chain_serial bigint;
+        """
+
+    /// Keeps the keys that authenticate pull cursors (``CursorKey``, as the SQLite schema's version
+    /// 1.5 does): every server over the database signs and checks cursors with the same keys, and a
+    /// `pg_dump` carries them. `id` numbers them in the order they were made; the first is made on
+    /// first need. Cursors issued before carry no MAC and are refused, so each device downloads its
+    /// datasets once after the upgrade.
+    private static let version4 = """
+        CREATE TABLE IF NOT EXISTS server_cursor_keys (
+            id bigint PRIMARY KEY,
+            secret bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        """
+
+    /// Binds each site to a token and lets the operator bound a dataset's schema moves (as the
+    /// SQLite schema's version 1.6 does): `server_sites.token_id` is the token the site belongs to
+    /// (``SiteBinding``), NULL for the sites stored before, which their first hello or push after the
+    /// upgrade binds; `server_datasets.allowed_major` the highest major the dataset may move to
+    /// (``MajorAllowance``), NULL when the operator gave none. A server of an earlier release still
+    /// running beside this one neither checks nor makes bindings, and moves datasets unbounded, until
+    /// it is replaced.
+    private static let version5 = """
+        ALTER TABLE server_sites ADD COLUMN IF NOT EXISTS token_id text;
+        ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS allowed_major integer;
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

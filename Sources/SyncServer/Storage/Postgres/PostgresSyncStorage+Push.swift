@@ -7,8 +7,8 @@ extension PostgresSyncStorage {
     /// the rows the batch touches, merge in memory by the same rule as ``SQLiteSyncStorage``,
     /// then write the log entries, rows and cells as arrays.
     public func storeBatch(
-        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String
-    ) throws -> Int64 {
+        _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String?
+    ) throws -> StoredBatch {
         let changes = batch.changes
         // The log keeps each change's canonical JSON, as the SQLite backend keeps it.
         let (bodies, keys) = (batch.bodies, batch.keys)
@@ -21,10 +21,23 @@ extension PostgresSyncStorage {
                 try ErrorBody.requireMaySync(client: clientSchema, dataset: datasetSchema, pushing: true)
                 var serial = try state.int64(row: 0, column: 2)
                 let siteBytes = site.bytes
-                let highResult = try connection.execute(Statements.siteHighSeq, [.int8(datasetID), .bytea(siteBytes)])
-                let stored = highResult.rowCount == 1 ? try highResult.int64(row: 0, column: 0) : 0
+                // The binding comes with the high-water mark, in the same round trip.
+                let siteRow = try connection.execute(Statements.siteOfPush, [.int8(datasetID), .bytea(siteBytes)])
+                let known = siteRow.rowCount == 1
+                let stored = known ? try siteRow.int64(row: 0, column: 0) : 0
+                let binding = SiteBinding(
+                    site: site, dataset: dataset, token: known ? try siteRow.optionalString(row: 0, column: 1) : nil,
+                    tokenIsLive: known ? try siteRow.bool(row: 0, column: 2) : false)
+                let binds = try token.map { token throws(ErrorBody) in try binding.claim(by: token) } ?? false
                 let fresh = changes.indices.filter { changes[$0].seq > stored }
-                guard let last = fresh.last else { return stored }
+                guard let last = fresh.last else {
+                    if binds {
+                        try connection.execute(
+                            Statements.upsertSite,
+                            [.int8(datasetID), .bytea(siteBytes), .int8(stored), .optionalText(token)])
+                    }
+                    return StoredBatch(acknowledgedThrough: stored, appended: 0)
+                }
 
                 var merge = try RowMerge(
                     loading: Set(fresh.map { RowMerge.RowKey(table: changes[$0].table, key: keys[$0]) }),
@@ -50,10 +63,11 @@ extension PostgresSyncStorage {
                     ])
                 try merge.write(datasetID: datasetID, connection)
                 let high = changes[last].seq
-                try connection.execute(Statements.upsertSite, [.int8(datasetID), .bytea(siteBytes), .int8(high)])
+                try connection.execute(
+                    Statements.upsertSite, [.int8(datasetID), .bytea(siteBytes), .int8(high), .optionalText(token)])
                 try connection.execute(
                     Statements.setLastSerial, [.int8(datasetID), .int8(serial), .optionalInt8(chain)])
-                return high
+                return StoredBatch(acknowledgedThrough: high, appended: fresh.count)
             }
         }
     }

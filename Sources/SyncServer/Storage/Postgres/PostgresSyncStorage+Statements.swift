@@ -18,7 +18,10 @@ extension PostgresSyncStorage {
             ON CONFLICT (name) DO NOTHING RETURNING id
             """, [.text, .text])
         static let datasets = PostgresStatement(
-            "datasets", "SELECT name, schema_version, last_serial FROM server_datasets ORDER BY name", [])
+            "datasets", "SELECT name, schema_version, last_serial, allowed_major FROM server_datasets ORDER BY name", []
+        )
+        static let setAllowedMajor = PostgresStatement(
+            "setAllowedMajor", "UPDATE server_datasets SET allowed_major = $2 WHERE id = $1", [.int8, .int8])
         static let datasetID = PostgresStatement(
             "datasetID", "SELECT id FROM server_datasets WHERE name = $1", [.text])
         static let insertToken = PostgresStatement(
@@ -46,6 +49,26 @@ extension PostgresSyncStorage {
             """, [.textArray, .textArray])
         static let datasetNamesForUpdate = PostgresStatement(
             "datasetNamesForUpdate", "SELECT name FROM server_datasets ORDER BY id FOR NO KEY UPDATE", [])
+
+        // MARK: Pull cursor keys
+
+        /// The newest key and the one before it.
+        static let cursorKeys = PostgresStatement(
+            "cursorKeys", "SELECT id, secret FROM server_cursor_keys ORDER BY id DESC LIMIT 2", [])
+        /// Taken by what adds a key, in its transaction: one at a time, so each takes the next id.
+        /// Plain reads of the keys go on meanwhile.
+        static let lockCursorKeys = "LOCK TABLE server_cursor_keys IN SHARE ROW EXCLUSIVE MODE"
+        static let insertFirstCursorKey = PostgresStatement(
+            "insertFirstCursorKey",
+            "INSERT INTO server_cursor_keys (id, secret) SELECT 1, $1 WHERE NOT EXISTS (SELECT 1 FROM server_cursor_keys)",
+            [.bytea])
+        static let addCursorKey = PostgresStatement(
+            "addCursorKey",
+            "INSERT INTO server_cursor_keys (id, secret) SELECT coalesce(max(id), 0) + 1, $1 FROM server_cursor_keys RETURNING id",
+            [.bytea])
+        /// Every key older than `$1`, the one before the key just added.
+        static let dropCursorKeys = PostgresStatement(
+            "dropCursorKeys", "DELETE FROM server_cursor_keys WHERE id < $1 RETURNING id", [.int8])
 
         // MARK: Serving
 
@@ -76,8 +99,21 @@ extension PostgresSyncStorage {
         /// in order (see docs/POSTGRES.md). NO KEY UPDATE leaves foreign-key checks unblocked.
         static let lockDataset = PostgresStatement(
             "lockDataset",
-            "SELECT id, schema_version, last_serial, \(newestChain) FROM server_datasets AS d WHERE name = $1 FOR NO KEY UPDATE",
+            """
+            SELECT id, schema_version, last_serial, \(newestChain), allowed_major FROM server_datasets AS d
+            WHERE name = $1 FOR NO KEY UPDATE
+            """,
             [.text])
+        /// A site's high-water mark (0 when it never pushed), the token it is bound to and whether
+        /// that token is still valid (``SiteBinding``), with the dataset's id: what a claim decides on.
+        static let siteClaim = PostgresStatement(
+            "siteClaim",
+            """
+            SELECT d.id, coalesce(s.high_seq, 0), s.token_id, t.id IS NOT NULL FROM server_datasets AS d
+            LEFT JOIN server_sites AS s ON s.dataset_id = d.id AND s.site = $2
+            LEFT JOIN server_tokens AS t ON t.id = s.token_id AND t.revoked_at IS NULL
+            WHERE d.name = $1
+            """, [.text, .bytea])
         static let schemaFingerprint = PostgresStatement(
             "schemaFingerprint", "SELECT fingerprint FROM server_schemas WHERE dataset_id = $1 AND version = $2",
             [.int8, .text])
@@ -89,8 +125,15 @@ extension PostgresSyncStorage {
 
         // MARK: Push
 
-        static let siteHighSeq = PostgresStatement(
-            "siteHighSeq", "SELECT high_seq FROM server_sites WHERE dataset_id = $1 AND site = $2", [.int8, .bytea])
+        /// A site's high-water mark, the token it is bound to and whether that token is still
+        /// valid (``SiteBinding``): a push checks the binding in the round trip that reads the mark.
+        static let siteOfPush = PostgresStatement(
+            "siteOfPush",
+            """
+            SELECT s.high_seq, s.token_id, t.id IS NOT NULL FROM server_sites AS s
+            LEFT JOIN server_tokens AS t ON t.id = s.token_id AND t.revoked_at IS NULL
+            WHERE s.dataset_id = $1 AND s.site = $2
+            """, [.int8, .bytea])
         static let rowStates = PostgresStatement(
             "rowStates",
             """
@@ -155,12 +198,14 @@ extension PostgresSyncStorage {
                 .int8, .textArray, .textArray, .textArray, .int2Array, .int8Array, .float8Array, .byteaArray,
                 .int8Array, .byteaArray,
             ])
+        /// Writes a site's high-water mark and, unless `$4` is NULL, the token it is bound to.
         static let upsertSite = PostgresStatement(
             "upsertSite",
             """
-            INSERT INTO server_sites (dataset_id, site, high_seq) VALUES ($1, $2, $3)
-            ON CONFLICT (dataset_id, site) DO UPDATE SET high_seq = excluded.high_seq
-            """, [.int8, .bytea, .int8])
+            INSERT INTO server_sites (dataset_id, site, high_seq, token_id) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (dataset_id, site) DO UPDATE SET
+                high_seq = excluded.high_seq, token_id = coalesce(excluded.token_id, server_sites.token_id)
+            """, [.int8, .bytea, .int8, .text])
         static let setLastSerial = PostgresStatement(
             "setLastSerial",
             "UPDATE server_datasets SET last_serial = $2, last_chain = $3, last_chain_serial = $2 WHERE id = $1",

@@ -82,7 +82,26 @@ public final class PostgresSyncStorage: SyncStorage {
                 DatasetSummary(
                     name: try result.string(row: row, column: 0),
                     schemaVersion: try result.optionalString(row: row, column: 1).flatMap(SchemaVersion.init),
-                    changes: try result.int64(row: row, column: 2))
+                    changes: try result.int64(row: row, column: 2),
+                    allowedMajorVersion: try result.optionalInt64(row: row, column: 3).map { Int($0) })
+            }
+        }
+    }
+
+    public func allowMajor(_ major: Int, dataset: String) throws(ServerError) {
+        try serverWork("allowing dataset \(dataset) to move to major version \(major)") { connection in
+            try connection.transaction {
+                // The lock a hello recording a schema takes: the dataset cannot move meanwhile.
+                let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
+                guard state.rowCount == 1 else {
+                    throw ServerError(
+                        .notFound, "there is no dataset \(dataset)",
+                        fix: "create it first with `ostore-server dataset create \(dataset)`")
+                }
+                let current = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
+                try MajorAllowance.check(major, dataset: dataset, current: current)
+                try connection.execute(
+                    Statements.setAllowedMajor, [.int8(try state.int64(row: 0, column: 0)), .int8(Int64(major))])
             }
         }
     }
@@ -180,6 +199,9 @@ public final class PostgresSyncStorage: SyncStorage {
                 guard state.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
                 let datasetID = try state.int64(row: 0, column: 0)
                 let current = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
+                try MajorAllowance.requireAllowed(
+                    schema.version, dataset: dataset, current: current,
+                    allowed: try state.optionalInt64(row: 0, column: 4).map { Int($0) })
                 let version = schema.version.description
                 let known = try connection.execute(Statements.schemaFingerprint, [.int8(datasetID), .text(version)])
                 if known.rowCount == 1 {
@@ -202,6 +224,40 @@ public final class PostgresSyncStorage: SyncStorage {
                 return current
             }
         }
+    }
+
+    public func claimSite(_ site: SiteID, dataset: String, token: String) throws -> Int64 {
+        try storageWork("claiming site \(site) of dataset \(dataset)") { connection in
+            // Most claims find the site theirs already: one round trip, and no lock.
+            let seen = try siteClaim(site, dataset: dataset, connection)
+            guard try seen.binding.claim(by: token) else { return seen.high }
+            return try connection.transaction {
+                // The dataset's lock, which pushes take first: no push or other claim binds the
+                // site between this read and the write.
+                _ = try connection.execute(Statements.lockDataset, [.text(dataset)])
+                let now = try siteClaim(site, dataset: dataset, connection)
+                if try now.binding.claim(by: token) {
+                    try connection.execute(
+                        Statements.upsertSite,
+                        [.int8(now.datasetID), .bytea(site.bytes), .int8(now.high), .text(token)])
+                }
+                return now.high
+            }
+        }
+    }
+
+    /// The site's binding and high-water mark, as ``claimSite(_:dataset:token:)`` decides on them.
+    private func siteClaim(_ site: SiteID, dataset: String, _ connection: PostgresConnection) throws
+        -> (datasetID: Int64, high: Int64, binding: SiteBinding)
+    {
+        let result = try connection.execute(Statements.siteClaim, [.text(dataset), .bytea(site.bytes)])
+        guard result.rowCount == 1 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
+        return (
+            try result.int64(row: 0, column: 0), try result.int64(row: 0, column: 1),
+            SiteBinding(
+                site: site, dataset: dataset, token: try result.optionalString(row: 0, column: 2),
+                tokenIsLive: try result.bool(row: 0, column: 3))
+        )
     }
 
     func datasetID(_ name: String, _ connection: PostgresConnection) throws -> Int64 {

@@ -56,6 +56,8 @@ enum PostgresValue: Sendable, Hashable {
 
     /// An optional integer, NULL when absent.
     static func optionalInt8(_ value: Int64?) -> PostgresValue { value.map { .int8($0) } ?? .null }
+    /// Optional text, NULL when absent.
+    static func optionalText(_ value: String?) -> PostgresValue { value.map { .text($0) } ?? .null }
     /// Optional bytes, NULL when absent.
     static func optionalBytea(_ value: Data?) -> PostgresValue { value.map { .bytea($0) } ?? .null }
 }
