@@ -235,7 +235,9 @@ struct HostileConnectionTests {
             #expect(try server.request("GET", "/healthz").status == 200)
             slowest = max(slowest, .now - asked)
         }
-        #expect(slowest < .milliseconds(100), "/healthz took \(slowest) while pushes waited")
+        // Held by a waiting push, it would take the push's whole wait (2 s) or more; the load test
+        // (run alone) holds it to 100 ms.
+        #expect(slowest < .seconds(1), "/healthz took \(slowest) while pushes waited")
         var refusedAtOnce = 0
         for connection in connections {
             let response = try connection.readResponse(timeout: .seconds(10))
@@ -274,7 +276,8 @@ extension HostileConnectionTests {
         }
         let asked = ContinuousClock.now
         #expect(try server.request("GET", "/healthz").status == 200)
-        #expect(ContinuousClock.now - asked < .milliseconds(100))
+        // Read on a polling thread, the four would hold /healthz for seconds.
+        #expect(ContinuousClock.now - asked < .seconds(1))
         for connection in connections {
             let response = try connection.readResponse(timeout: .seconds(60))
             #expect(response.status == 400 && response.errorCode == "malformed_json", "\(response.text.prefix(200))")
