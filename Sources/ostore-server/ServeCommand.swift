@@ -10,7 +10,8 @@ enum ServeCommand: Command {
     static let name = "serve"
     static let synopsis =
         "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N] "
-        + "[--max-clock-drift S] [--headers-timeout S] [--min-body-rate N] [--body-memory-budget N]"
+        + "[--max-clock-drift S] [--headers-timeout S] [--min-body-rate N] [--body-memory-budget N] "
+        + "[--body-memory-per-token N]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
     static let options =
@@ -33,6 +34,9 @@ enum ServeCommand: Command {
             CommandOption(
                 name: "--body-memory-budget", valueName: "N",
                 help: "bytes all request bodies in flight may take together (default 268435456)"),
+            CommandOption(
+                name: "--body-memory-per-token", valueName: "N",
+                help: "bytes the bodies in flight of one token may take together (default 67108864)"),
         ]
     static let details = """
         On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
@@ -70,12 +74,17 @@ enum ServeCommand: Command {
             let headersTimeout = Int(arguments.values["--headers-timeout"] ?? "10"),
             (1...3600).contains(headersTimeout),
             let minimumBodyRate = Int(arguments.values["--min-body-rate"] ?? "16384"), minimumBodyRate >= 0,
-            let bodyBudget = Int(arguments.values["--body-memory-budget"] ?? "268435456"), bodyBudget >= maxBody
+            let bodyBudget = Int(arguments.values["--body-memory-budget"] ?? "\(max(268_435_456, maxBody))"),
+            bodyBudget >= maxBody,
+            let perToken = Int(
+                arguments.values["--body-memory-per-token"] ?? "\(max(maxBody, min(67_108_864, bodyBudget)))"),
+            (maxBody...bodyBudget).contains(perToken)
         else {
             Console.error(
                 "ostore-server serve: --port, --threads (1-64), --max-body-bytes (≥ 1024), --max-clock-drift "
                     + "(0-86400 seconds), --headers-timeout (1-3600 seconds), --min-body-rate (≥ 0) and "
-                    + "--body-memory-budget (≥ --max-body-bytes) take numbers")
+                    + "--body-memory-budget (≥ --max-body-bytes) and --body-memory-per-token (between the two) take "
+                    + "numbers")
             return .failure
         }
         let certificate = arguments.values["--tls-cert"]
@@ -131,6 +140,7 @@ enum ServeCommand: Command {
         configuration.headersTimeout = .seconds(headersTimeout)
         configuration.minimumBodyRate = minimumBodyRate
         configuration.bodyMemoryBudget = bodyBudget
+        configuration.bodyMemoryPerShare = perToken
         configuration.log = { message in RequestLog.write(["event": "http", "message": message]) }
         // Every request is answered on the polling thread that read it: a push that must wait for the
         // batch it follows is deferred without a thread, and stored on a handler thread once it may be.

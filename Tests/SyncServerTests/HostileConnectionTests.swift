@@ -173,6 +173,42 @@ struct HostileConnectionTests {
             })
     }
 
+    /// One token's bodies hold at most its share of the budget: its third slow upload is refused
+    /// while another token's goes on.
+    @Test func oneTokensBodiesHoldAtMostItsShareOfTheBudget() throws {
+        let server = try LiveServer(
+            backend: .sqlite,
+            arguments: [
+                "--max-body-bytes", "65536", "--body-memory-budget", "262144", "--body-memory-per-token", "131072",
+            ])
+        let storage = try server.storage()
+        try storage.createDataset(named: "family")
+        let greedy = try storage.createToken(dataset: "family", readOnly: false).secret
+        let other = try storage.createToken(dataset: "family", readOnly: false).secret
+        func upload(_ token: String) throws -> RawHTTPConnection {
+            let connection = try RawHTTPConnection(port: server.port)
+            try connection.sendRequest(
+                "POST", "/v1/datasets/family/push",
+                headers: [
+                    ("Authorization", "Bearer \(token)"), ("Content-Type", "application/json"),
+                    ("Content-Length", "65536"),
+                ])
+            try connection.send(Data(repeating: UInt8(ascii: " "), count: 1024))
+            return connection
+        }
+        var holding: [RawHTTPConnection] = []
+        for _ in 0..<2 {
+            let connection = try upload(greedy)
+            #expect(throws: RawHTTPError.self) { _ = try connection.readResponse(timeout: .milliseconds(300)) }
+            holding.append(connection)
+        }
+        let refused = try upload(greedy).readResponse(timeout: .seconds(2))
+        #expect(refused.status == 503 && refused.errorCode == "unavailable", "\(refused.text)")
+        let admitted = try upload(other)
+        #expect(throws: RawHTTPError.self) { _ = try admitted.readResponse(timeout: .milliseconds(300)) }
+        #expect(holding.count == 2)
+    }
+
     /// Headers sent a line at a time and a body sent a byte at a time, each just often enough to
     /// keep libmicrohttpd's idle timeout from firing, are cut off at their deadlines; the server
     /// answers everyone else meanwhile.

@@ -38,8 +38,9 @@ public struct HTTPRequestHead: Sendable {
 public enum HTTPAdmission: Sendable {
     /// Read the body and hand the request to the handler; `note` reaches it as
     /// ``HTTPRequest/admissionNote`` (what the decision found out, such as the token's grant, so the
-    /// handler does not look it up again).
-    case admit(note: (any Sendable)? = nil)
+    /// handler does not look it up again). The bodies of requests of one `budgetShare` (a token's
+    /// id) hold at most ``HTTPServer/Configuration/bodyMemoryPerShare`` together.
+    case admit(note: (any Sendable)? = nil, budgetShare: String? = nil)
     /// Answer with this response at once: the body is not read, and the connection is closed after
     /// the answer when a body was announced.
     case refuse(HTTPResponse)

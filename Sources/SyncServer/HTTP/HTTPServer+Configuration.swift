@@ -54,6 +54,10 @@ extension HTTPServer {
         /// not fit is answered `503 unavailable` with `Retry-After` (at once when its `Content-Length`
         /// does not fit, when it ends for a chunked or compressed one). At least `maxBodyBytes`.
         public var bodyMemoryBudget: Int = 256 * 1024 * 1024
+        /// The part of `bodyMemoryBudget` the bodies of one share (what `admit` names, a token) may
+        /// hold together; more are answered `503 unavailable` like a spent budget. At least
+        /// `maxBodyBytes`.
+        public var bodyMemoryPerShare: Int = 64 * 1024 * 1024
         /// The most header fields a request may have; more are answered `431 headers_too_large`. The
         /// headers must also fit in `connectionMemoryLimit`, where libmicrohttpd keeps each field's text
         /// and about 56 bytes of its own (beyond that it answers 431 itself, with an HTML body).

@@ -177,6 +177,10 @@ public final class HTTPServer: Sendable {
             "bodyMemoryBudget must hold at least one body of maxBodyBytes (\(configuration.maxBodyBytes)), not "
                 + "\(configuration.bodyMemoryBudget)")
         try check(
+            (configuration.maxBodyBytes...configuration.bodyMemoryBudget).contains(configuration.bodyMemoryPerShare),
+            "bodyMemoryPerShare must hold one body of maxBodyBytes (\(configuration.maxBodyBytes)) and fit in "
+                + "bodyMemoryBudget (\(configuration.bodyMemoryBudget)), not \(configuration.bodyMemoryPerShare)")
+        try check(
             configuration.headersTimeout > .zero,
             "headersTimeout must be more than zero, not \(configuration.headersTimeout)")
         try check(

@@ -23,6 +23,8 @@ final class RequestState {
     private let budget: BodyBudget
     /// Bytes of ``budget`` this request holds: at least what ``body`` holds.
     private var reservedBytes = 0
+    /// The share of ``budget`` those bytes count in (``HTTPAdmission/admit(note:budgetShare:)``).
+    private var budgetShare: String?
     /// The body so far, decompressed when `inflater` is set; never more than `maxBodyBytes`.
     private(set) var body = Data()
     /// Bytes received as sent (compressed, when they are), counted against `maxBodyBytes` as well.
@@ -43,7 +45,7 @@ final class RequestState {
     }
 
     deinit {
-        budget.release(reservedBytes)
+        budget.release(reservedBytes, share: budgetShare)
     }
 
     var nanosecondsSinceHead: UInt64 { DispatchTime.now().uptimeNanoseconds - headArrived }
@@ -94,8 +96,9 @@ final class RequestState {
         switch rules.admit(self.head!) {
         case .refuse(let response):
             return response
-        case .admit(let note):
+        case .admit(let note, let share):
             admissionNote = note
+            budgetShare = share
         }
         if let declared, declared > 0 {
             guard reserve(Int(declared)) else { return budgetSpent() }
@@ -118,11 +121,11 @@ final class RequestState {
         guard bytes > reservedBytes else { return true }
         // Chunked and compressed bodies grow in steps, not a reservation per piece.
         let wanted = max(bytes, min(maxBodyBytes, reservedBytes + 256 * 1024))
-        if budget.reserve(wanted - reservedBytes) {
+        if budget.reserve(wanted - reservedBytes, share: budgetShare) {
             reservedBytes = wanted
             return true
         }
-        if budget.reserve(bytes - reservedBytes) {
+        if budget.reserve(bytes - reservedBytes, share: budgetShare) {
             reservedBytes = bytes
             return true
         }
@@ -132,8 +135,8 @@ final class RequestState {
     private func budgetSpent() -> HTTPResponse {
         .error(
             .unavailable,
-            "the server is receiving as many request bodies as its memory budget (\(budget.capacity) bytes) "
-                + "holds; retry after the Retry-After seconds")
+            "the server is receiving as many request bodies as its memory budget holds (\(budget.capacity) bytes "
+                + "in all, \(budget.perShare) for one token); retry after the Retry-After seconds")
     }
 
     /// Takes one piece of the body as it arrives. Past the limit the body is dropped and the request
@@ -198,7 +201,7 @@ final class RequestState {
         refusal = response
         body = Data()
         inflater = nil
-        budget.release(reservedBytes)
+        budget.release(reservedBytes, share: budgetShare)
         reservedBytes = 0
     }
 

@@ -41,7 +41,7 @@ final class ServerContext: Sendable {
         rules = RequestRules(
             admit: configuration.admit, maxHeaderFields: configuration.maxHeaderFields,
             maxQueryItems: configuration.maxQueryItems, requiresContentLength: configuration.requiresContentLength)
-        bodyBudget = BodyBudget(bytes: configuration.bodyMemoryBudget)
+        bodyBudget = BodyBudget(bytes: configuration.bodyMemoryBudget, perShare: configuration.bodyMemoryPerShare)
         requestRefused = configuration.requestRefused
         deadlines = ConnectionDeadlines(
             headersTimeout: configuration.headersTimeout, minimumBodyRate: configuration.minimumBodyRate)

@@ -109,7 +109,7 @@ public final class SyncService: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             let grant = try checkHead(head.headers, dataset: dataset, endpoint: endpoint)
-            return .admit(note: grant)
+            return .admit(note: grant, budgetShare: grant.tokenID)
         } catch {
             return .refuse(finish(HTTPRequest(head), started: started, route: route, reported: false) { throw error })
         }
