@@ -254,8 +254,8 @@ static int csqlite_change_tracking_data_version(sqlite3_context *context, unsign
 /// the write also undid that entry, and the next append gets its rowid or a smaller one. Anything
 /// else that shrinks the journal within a transaction (a fold) only makes the write happen again.
 /// Deciding in C, and writing through a statement of its own, keeps an UPDATE of `main` out of
-/// every trigger: compiled into the trigger, it cost about a seventh of a tracked insert's
-/// instructions on rows where it wrote nothing (callgrind, 20,000 inserts).
+/// every trigger: compiled into the trigger, it would be evaluated and skipped on every row but a
+/// transaction's first.
 static void csqlite_change_tracking_watermark_after(sqlite3_context *context, int argc, sqlite3_value **argv) {
     (void)argc;
     csqlite_change_tracking *tracking = (csqlite_change_tracking *)sqlite3_user_data(context);

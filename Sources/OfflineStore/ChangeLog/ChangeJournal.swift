@@ -1,11 +1,10 @@
 /// The change journal: the append-only table (`ostore_journal` in the metadatabase) the tracking
 /// triggers write, and the fold that moves it into the keyed log (`ostore_changes`).
 ///
-/// A tracked write used to upsert its entry straight into the keyed log: an insert into the
-/// log's unique index `(tableID, pk, columnName)` at a place set by a random key, plus the
-/// `ON CONFLICT` clause, on every row; most of a tracked row's cost once the index outgrows the
-/// cache (the README's change-log section has the measurements). The triggers now append to a
-/// rowid table with no other index and no conflict clause, and ``fold(_:meta:)`` moves the
+/// Upserting each tracked write straight into the keyed log would insert into the log's unique
+/// index `(tableID, pk, columnName)` at a place set by a random key, plus the `ON CONFLICT`
+/// clause, on every row: most of a tracked row's cost once the index outgrows the cache. The
+/// triggers append to a rowid table with no other index and no conflict clause instead, and ``fold(_:meta:)`` moves the
 /// journal into the keyed log with `INSERT … SELECT … ORDER BY seq` and the same upsert (in steps
 /// of ``foldStep`` entries): each key and column ends with its latest clock and the place of its
 /// latest journal entry, exactly what the per-row upsert gave.
@@ -36,8 +35,8 @@ enum ChangeJournal {
     /// expressions (literals and `NEW`/`OLD` columns in a trigger, parameters elsewhere). With
     /// `condition`, the change is appended only when it holds. The target is unqualified: SQLite
     /// lets a TEMP trigger write into another schema's table only by its bare name. The rowid is
-    /// left to SQLite: computing a place here (the newest of both tables, plus one) cost 2,800
-    /// more instructions per row than the append itself (callgrind, 20,000 rows).
+    /// left to SQLite: computing a place here (the newest of both tables, plus one) would cost more
+    /// than the append itself.
     static func appendSQL(tableID: String, key: String, column: String, clock: String, where condition: String? = nil)
         -> String
     {
@@ -81,8 +80,8 @@ enum ChangeJournal {
     ///
     /// A large journal moves in steps of ``foldStep`` places, each step's journal rows deleted
     /// before the next is inserted, so the keyed log's new pages reuse the journal's freed ones and
-    /// the file grows by what the keyed log needs, not by that plus the journal (200,000 inserts:
-    /// 1.47x the data's size in one step). The last step empties the journal at once.
+    /// the file grows by what the keyed log needs, not by that plus the journal. The last step
+    /// empties the journal at once.
     @discardableResult
     static func fold(_ db: Database, meta: String = Metadatabase.schemaName, oldest count: Int64? = nil) throws
         -> Int

@@ -496,8 +496,7 @@ extension ChangeLog {
     /// looked up in the schema, so nothing odd is ever stashed or echoed in a message.
     static func isPlainIdentifier(_ name: String) -> Bool {
         // ASCII only, so bytes are scalars; read as UTF-8 bytes, not through Unicode properties.
-        // A native string's bytes are read in place (`allSatisfy` over the view cost 1,400
-        // instructions per change for its six names, callgrind).
+        // A native string's bytes are read in place, cheaper than `allSatisfy` over the view.
         var name = name
         return name.withUTF8 { bytes in
             guard let first = bytes.first, bytes.count <= 128, isIdentifierLetter(first) else { return false }
@@ -846,12 +845,11 @@ extension ChangeLog {
 /// ``ChangeLog/readPageLog(_:_:)``): each row's versions, as the changes applied so far
 /// left them, so that a later change of the same row merges against what an earlier one recorded;
 /// the page's new rows, inserted together (``insert(_:into:_:)``); and the entries the page
-/// records, written together by ``write(_:)`` (about 14,000 instructions a pulled insert one at a
-/// time) before anything reads the log again and at the end of the page.
+/// records, written together by ``write(_:)`` (a statement per entry costs several times more)
+/// before anything reads the log again and at the end of the page.
 private final class PageLog {
     // One apply uses it, on one thread, and no access to a property overlaps another access to
-    // it: its properties go without dynamic exclusivity checks (those were 3.6% of the apply
-    // thread's instructions, callgrind, 100,000 pulled inserts).
+    // it: its properties go without dynamic exclusivity checks, which would run on every access.
     static let entriesPerWrite = 100
     static let rowsPerInsert = 100
 
@@ -972,8 +970,8 @@ private final class PageLog {
     }
 
     /// Binds the entries' values, five each, in place from one reused buffer (``BulkArguments``:
-    /// binding each value as a copy of its own, and clearing the bindings, were an eighth of the
-    /// apply thread, callgrind), and runs the statement.
+    /// binding each value as a copy of its own, and clearing the bindings, would weigh on the apply
+    /// thread), and runs the statement.
     private func bind(_ entries: some Collection<Entry>, to statement: Statement) throws {
         arguments.removeAll()
         for entry in entries {

@@ -7,7 +7,7 @@ extension ChangeLog {
     /// A server refuses a change whose clock is more than its drift limit ahead of its own clock
     /// (`400 clock_out_of_range`), and this device's clock never goes back (a hybrid logical clock
     /// orders each write after every clock it has seen). So one stretch of a wall clock set wrongly
-    /// into the future, even corrected, used to leave every later write stamped past it, refused
+    /// into the future, even corrected, would leave every later write stamped past it, refused
     /// until real time reached it: months of edits that never left the device. Clocks received
     /// from other sites are bounded on the way in (``HybridLogicalClock/receive(_:)``), so a clock
     /// beyond ``HybridLogicalClock/driftBound`` in this store can only come from this machine.

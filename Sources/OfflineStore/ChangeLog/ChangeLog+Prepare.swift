@@ -159,8 +159,8 @@ extension ChangeLog {
 }
 
 /// The distinct keys of one table's changes in a page, each with its row's slot in a ``PageLog``:
-/// an open-addressing table on a hash of the key's bytes (a `Dictionary` of `String` cost about
-/// 1,200 instructions a key, callgrind), and the JSON array ``ChangeLog/readPageLog(_:_:)``
+/// an open-addressing table on a hash of the key's bytes (a `Dictionary` of `String` would make
+/// and hash a `String` per key), and the JSON array ``ChangeLog/readPageLog(_:_:)``
 /// binds. Used by one ``ChangeLog/prepare(_:)`` call, on its thread.
 private final class PageKeys {
     // Touched for every change of a page, by one preparation at a time: accesses never overlap,

@@ -65,8 +65,7 @@ public enum Metadatabase {
     /// ``LogCoverage``'s watermark detects), and `main`'s cache but at least ``minimumCacheKiB``:
     /// a journal fold inserts into the log's unique index at places set by random keys, and once
     /// that index outgrows the cache a long transaction spills dirty pages to the WAL and writes
-    /// them again (callgrind, 200,000 tracked inserts when the triggers still wrote the index: see
-    /// the README's change-log section).
+    /// them again.
     /// The cache is allocated as pages are used, so a connection that touches little of the log
     /// pays little. See <https://www.sqlite.org/pragma.html#pragma_synchronous> and
     /// <https://www.sqlite.org/pragma.html#pragma_cache_size>.

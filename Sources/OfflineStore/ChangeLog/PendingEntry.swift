@@ -158,7 +158,7 @@ final class PendingTable {
         // `+c.pk` has no affinity, as the value `entry(_:)` binds has none: the key column's
         // affinity and collation decide the comparison the same way. `+c.tableID` keeps SQLite
         // from reading the table's entries by the log's unique index and sorting all of them for
-        // every batch (100,000 instructions a change): the entries are read in place order.
+        // every batch: the entries are read in place order.
         let entries = try db.cachedStatement(
             """
             SELECT c.seq, c.pk, c.columnName, c.clock, r.\(key) IS NOT NULL, r.*

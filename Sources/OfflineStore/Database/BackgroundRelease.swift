@@ -5,11 +5,10 @@ import Synchronization
 /// thread applying pulled pages (which holds the write lock) and a server's request threads
 /// (whose clients wait for the answer).
 ///
-/// A pulled page of 5,000 changes holds some 35,000 allocations: each change's dictionaries,
-/// strings and site id, and what preparing it made. Freeing them was 8% of the apply thread's
-/// instructions in `ostore-bench sync` (callgrind); B's pull was faster in most alternating runs
-/// once they were freed here, though not in every set (docs/sync-benchmark-history.md, Session 17).
-/// A value is worth handing over only when it holds thousands of allocations: the caller decides.
+/// A pulled page of 5,000 changes holds tens of thousands of allocations: each change's
+/// dictionaries, strings and site id, and what preparing it made; freeing them is a noticeable
+/// part of the apply thread's work. A value is worth handing over only when it holds thousands of
+/// allocations: the caller decides.
 ///
 /// ```swift
 /// var batch: PreparedChanges? = log.prepare(page.changes)

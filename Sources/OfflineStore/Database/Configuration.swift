@@ -30,13 +30,11 @@ public struct Configuration: Sendable {
 
     /// The page cache of the main database, in KiB (`PRAGMA cache_size`): 8 MiB, four times
     /// SQLite's default. Rows keyed by random UUIDs are found through an index whose pages are
-    /// spread over the whole file; with 2 MB a sync re-read most of them from the OS on every
-    /// lookup (A's push of 100,000 changes read its 11 MB file 23 times over: 261 MB of `pread`),
-    /// and B's apply spilled dirty pages to the WAL in the middle of its transactions and read
-    /// them back (154 MB written, 194 MB read instead of 59 and 41). 8 MiB keeps such a table of
-    /// 100,000 rows in memory; 4 MiB still read 97 MB. The cache grows as pages are used, so a
-    /// small database costs no more. The attached metadatabase gets at least 16 MiB of its own
-    /// (``ChangeLog/open(_:migrator:)``). `PRAGMA mmap_size` was measured too and is not used: it
+    /// spread over the whole file; with 2 MB a sync re-reads most of them from the OS on every
+    /// lookup, and an apply spills dirty pages to the WAL in the middle of its transactions and
+    /// reads them back. 8 MiB keeps such a table of 100,000 rows in memory. The cache grows as pages
+    /// are used, so a small database costs no more. The attached metadatabase gets at least 16 MiB
+    /// of its own (``ChangeLog/open(_:migrator:)``). `PRAGMA mmap_size` is not used: it
     /// maps the file, not the WAL, so the apply's re-reads stayed, every mapped page it touches
     /// counts in the process's resident memory, and an I/O error on a mapped page becomes a
     /// signal instead of an error (<https://www.sqlite.org/mmap.html>); set it in

@@ -87,10 +87,9 @@ public struct StatementColumn {
 func decodeSQLiteText(_ text: UnsafePointer<UInt8>, count: Int) -> String? {
     if count <= 15, let ascii = smallASCIIString(UnsafeRawPointer(text), count: count) { return ascii }
     // Longer text, and text with any non-ASCII byte: `String(validatingCString:)` checks the bytes
-    // once (ASCII words first, then full UTF-8 rules) and copies them; it is about 35 instructions
-    // cheaper for a 16-byte title than checking for ASCII ourselves and then calling
-    // `String(decoding:)`, which checks again (callgrind). It stops at the first NUL, so the counts
-    // differ for text with a NUL inside.
+    // once (ASCII words first, then full UTF-8 rules) and copies them, where checking for ASCII
+    // ourselves and then calling `String(decoding:)` would check twice. It stops at the first NUL,
+    // so the counts differ for text with a NUL inside.
     let decoded = text.withMemoryRebound(to: CChar.self, capacity: count + 1) { String(validatingCString: $0) }
     guard let decoded else { return nil }
     if decoded.utf8.count == count { return decoded }

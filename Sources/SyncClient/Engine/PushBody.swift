@@ -5,10 +5,10 @@ import SyncStoreBridge
 
 /// A push's body written straight from the queue's entries: the bytes ``SyncRequests/encode(_:_:)``
 /// (`JSONEncoder`) and ``CanonicalJSONWriter`` write for the same changes as `Change`s, without
-/// making them (through `Encodable` a push cost five times the rest of reading and sending a
-/// change). Making a `Change` per entry (two dictionaries, hashed by name) only for
-/// ``CanonicalJSONWriter`` to sort their members again, and releasing it, cost a client about 11,000 of the 40,000 instructions it spent pushing a change
-/// (callgrind, 100,000 inserts of the sync bench's todos). An entry holds its names in its table's
+/// making them: encoding through `Encodable` costs several times the rest of reading and sending a
+/// change, and making a `Change` per entry (two dictionaries, hashed by name) only for
+/// ``CanonicalJSONWriter`` to sort their members again, and releasing it, is a large share of what
+/// is left. An entry holds its names in its table's
 /// column order, the same array for every entry of a table: they are put in canonical order (by
 /// their UTF-8 bytes) once per array, not once per change.
 ///

@@ -39,10 +39,8 @@ public final class SyncEngine {
         /// of protocol version 2 that announces `maxPushesInFlight` in its limits, and a transport
         /// that runs as many requests at once (``SyncTransport/maxConcurrentRequests``): the
         /// lowest of the three counts; 1 sends each batch once the one before is answered. With
-        /// two in flight, A's 100,000 changes reached the server about a tenth faster on loopback
-        /// (`ostore-bench sync`, 32 of 41 alternating pairs), and 28% faster with a 20 ms round
-        /// trip (`--round-trip-ms 20`, 5 of 5 pairs): each batch no longer waits for the round
-        /// trip of the one before.
+        /// two in flight a batch does not wait for the round trip of the one before, which counts
+        /// most on a network with a real round trip.
         ///
         /// A sync that fails with a batch in flight behind the failed one returns once the server
         /// has given up waiting for it (2 s with `ostore-server`).
@@ -425,8 +423,8 @@ public final class SyncEngine {
     /// A pull page, and its changes in the store's terms, prepared for the apply.
     private typealias PulledPage = (page: PullResponse, changes: PreparedChanges)
 
-    /// The first page a sync asks for: the store waits for it with nothing to do, and a page of
-    /// 5,000 took about 30 ms to be read, compressed, sent and decoded. Each next page is asked
+    /// The first page a sync asks for: the store waits for it with nothing to do, and a large page
+    /// takes tens of milliseconds to be read, compressed, sent and decoded. Each next page is asked
     /// for twice as large, up to the configured size, so it is ready by the time the smaller page
     /// before it is applied.
     public static let firstPullPageSize = 1_000
@@ -541,7 +539,7 @@ public final class SyncEngine {
                     }
                     // The last page's WAL is left to the connection's own automatic checkpoint (at
                     // the app's next commit): copying it here would hold sync() for one more round,
-                    // with its fsyncs (0.2-48 ms measured).
+                    // with its fsyncs.
                     if last.hasMore { committed() }
                     report.refused += outcome.rejected.count
                 }

@@ -88,8 +88,8 @@ package struct MessageReader {
     /// caller then decodes with ``ProtocolJSON/decode(_:from:limits:)``, which produces the error
     /// (a repeated member among them, which `JSONDecoder` alone would take) or the value.
     ///
-    /// Why it pays: decoding a page through `JSONDecoder` cost about 270,000 instructions per
-    /// change (a boxed container per value, two for each tagged value), more than applying it.
+    /// Why it pays: decoding a page through `JSONDecoder` costs more than applying it (a boxed
+    /// container per value, two for each tagged value).
     ///
     /// ```swift
     /// let page = try MessageReader.readPullPage(body) ?? ProtocolJSON.decode(PullResponse.self, from: body, limits: .standard)

@@ -110,9 +110,9 @@ private struct Appended: Sendable {
 }
 
 /// A push's new log entries, inserted ``rowsPerInsert`` by one statement with their values bound
-/// in place from one reused buffer (``BulkArguments``), the rest one by one. A statement per entry,
-/// each text bound as a copy of its own, cost the writer, which every push of a group waits for,
-/// about 15,000 instructions an entry; this, 10,000 (callgrind).
+/// in place from one reused buffer (``BulkArguments``), the rest one by one: a statement per entry,
+/// each text bound as a copy of its own, costs the writer more, and every push of a group waits
+/// for the writer.
 private struct LogEntries {
     static let rowsPerInsert = 64
     private static let oneRowSQL =

@@ -78,7 +78,7 @@ public final class SQLiteSyncStorage: SyncStorage {
                 writerSettings: [
                     // Each push runs in a savepoint of its group's transaction, and SQLite keeps the
                     // original of every page a savepoint changes in a sub-journal that spills to a
-                    // temporary file past 64 KiB: 29% of the bytes the server wrote before this.
+                    // temporary file past 64 KiB: a good share of the bytes a push would write.
                     "PRAGMA temp_store = MEMORY",
                     // The log's and the sites' pages a push writes stay in memory between pushes.
                     "PRAGMA cache_size = -32768",

@@ -110,8 +110,8 @@ protocol RowKeyedContainer: KeyedDecodingContainerProtocol {
 
 // The per-property methods are `@inline(__always)`: otherwise each conforming container's
 // witness calls this generic body, which finds `locateIfPresent` through a witness table
-// instantiated at run time (`swift_getWitnessTable` on every property: 20% more
-// instructions for a Codable fetch, measured with callgrind).
+// instantiated at run time (`swift_getWitnessTable` on every property, a large share of a
+// Codable fetch).
 extension RowKeyedContainer {
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { columnNames.compactMap { Key(stringValue: $0) } }

@@ -5,10 +5,8 @@ import OfflineStore
 /// (`state_rows`), which ``StateFolder`` folds from the log and first downloads read.
 ///
 /// A file of its own, with its own WAL and its own write lock, so that a fold's transaction runs
-/// beside the pushes' group commits. When the state lived in `server.sqlite`, a fold of up to
-/// 40,000 changes held that file's only writer for 0.1–0.3 s while every push of the time waited:
-/// with the folder switched off, A's push of 100,000 changes took 980 ms instead of 1,297
-/// (`ostore-bench sync`), though the fold's own CPU was only a third of that difference.
+/// beside the pushes' group commits: in `server.sqlite` a fold of tens of thousands of changes would
+/// hold that file's only writer for a fraction of a second while every push of the time waited.
 ///
 /// The state is derived from the log, so:
 /// - its commits do not wait for an fsync (`synchronous = NORMAL`): a fold lost with the power
