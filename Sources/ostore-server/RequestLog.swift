@@ -7,22 +7,30 @@ enum RequestLog {
     private static let lock = NSLock()
 
     static func request(_ request: HTTPRequest, _ response: HTTPResponse, nanoseconds: UInt64) {
-        write([
-            "time": ISO8601DateFormatter().string(from: Date()), "method": String(request.method.prefix(16)),
-            "path": String(request.path.prefix(256)), "status": String(response.status.rawValue),
-            "ms": String(format: "%.3f", Double(nanoseconds) / 1e6), "bytesIn": String(request.body.count),
-            "bytesOut": String(response.body.count), "remote": request.remoteAddress,
-        ])
+        var fields = line(
+            method: request.method, path: request.path, remote: request.remoteAddress, response,
+            nanoseconds: nanoseconds)
+        fields["bytesIn"] = String(request.body.count)
+        write(fields)
     }
 
     /// A request answered on its head or body without reaching the service's handler.
     static func refused(_ head: HTTPRequestHead, _ response: HTTPResponse, nanoseconds: UInt64) {
-        write([
-            "time": ISO8601DateFormatter().string(from: Date()), "method": String(head.method.prefix(16)),
-            "path": String(head.path.prefix(256)), "status": String(response.status.rawValue),
+        var fields = line(
+            method: head.method, path: head.path, remote: head.remoteAddress, response, nanoseconds: nanoseconds)
+        fields["refused"] = "true"
+        write(fields)
+    }
+
+    private static func line(
+        method: String, path: String, remote: String, _ response: HTTPResponse, nanoseconds: UInt64
+    ) -> [String: String] {
+        [
+            "time": ISO8601DateFormatter().string(from: Date()), "method": String(method.prefix(16)),
+            "path": String(path.prefix(256)), "status": String(response.status.rawValue),
             "ms": String(format: "%.3f", Double(nanoseconds) / 1e6), "bytesOut": String(response.body.count),
-            "remote": head.remoteAddress, "refused": "true",
-        ])
+            "remote": remote,
+        ]
     }
 
     static func write(_ fields: [String: String]) {

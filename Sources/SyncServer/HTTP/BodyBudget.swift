@@ -24,9 +24,6 @@ final class BodyBudget: Sendable {
         self.perShare = perShare
     }
 
-    /// Bytes reserved now.
-    var inUse: Int { reserved.withLock { $0.total } }
-
     /// Takes `bytes` from the budget (and from `share`'s part of it); `false`, and nothing taken,
     /// when they do not fit.
     func reserve(_ bytes: Int, share: String?) -> Bool {

@@ -29,8 +29,6 @@ final class ConnectionDeadlines: Sendable {
     private let open = Mutex<[ObjectIdentifier: WatchedConnection]>([:])
     private let stopped = Atomic<Bool>(false)
     private let watcherDone = DispatchSemaphore(value: 0)
-    /// Connections shut down for a missed deadline since the server started.
-    let expired = Atomic<Int>(0)
 
     init(headersTimeout: Duration, minimumBodyRate: Int, tick: Duration = .milliseconds(250)) {
         self.headersTimeout = headersTimeout
@@ -69,7 +67,6 @@ final class ConnectionDeadlines: Sendable {
         open.withLock { connections in
             for watch in connections.values where watch.isLate(at: now, in: self) {
                 shutdown(watch.socket, Int32(SHUT_RDWR))
-                expired.add(1, ordering: .relaxed)
             }
         }
     }

@@ -86,33 +86,31 @@ public final class SyncService: Sendable {
     /// configuration.admit = { service.admit($0) }
     /// ```
     public func admit(_ head: HTTPRequestHead) -> HTTPAdmission {
-        let route = Route(method: head.method, path: head.path)
-        guard case .dataset(let dataset, let endpoint) = route else {
-            if route == .health || route == .metrics {
-                // Open to anyone, so they read no body.
-                let announcesBody =
-                    head.headers.contains("Transfer-Encoding") || (head.headers["Content-Length"] ?? "0") != "0"
-                guard announcesBody else { return .admit() }
-                return .refuse(
-                    finish(
-                        HTTPRequest(head), started: DispatchTime.now().uptimeNanoseconds, route: route, reported: false
-                    ) {
-                        throw ErrorBody(.bodyTooLarge, "GET \(head.path) takes no body")
-                    })
-            }
-            return .refuse(
-                finish(HTTPRequest(head), started: DispatchTime.now().uptimeNanoseconds, route: route, reported: false)
-                {
-                    try answer(HTTPRequest(head), route: route)
-                })
-        }
         let started = DispatchTime.now().uptimeNanoseconds
-        do {
-            let grant = try checkHead(head.headers, dataset: dataset, endpoint: endpoint)
-            return .admit(note: grant, budgetShare: grant.tokenID)
-        } catch {
-            return .refuse(finish(HTTPRequest(head), started: started, route: route, reported: false) { throw error })
+        let route = Route(method: head.method, path: head.path)
+        let refusal: HTTPResponse
+        switch route {
+        case .dataset(let dataset, let endpoint):
+            do {
+                let grant = try checkHead(head.headers, dataset: dataset, endpoint: endpoint)
+                return .admit(note: grant, budgetShare: grant.tokenID)
+            } catch {
+                refusal = finish(HTTPRequest(head), started: started, route: route, reported: false) { throw error }
+            }
+        case .health, .metrics:
+            // Open to anyone, so they read no body.
+            guard head.headers.contains("Transfer-Encoding") || (head.headers["Content-Length"] ?? "0") != "0" else {
+                return .admit()
+            }
+            refusal = finish(HTTPRequest(head), started: started, route: route, reported: false) {
+                throw ErrorBody(.bodyTooLarge, "GET \(head.path) takes no body")
+            }
+        case .notFound, .wrongMethod:
+            refusal = finish(HTTPRequest(head), started: started, route: route, reported: false) {
+                try answer(HTTPRequest(head), route: route)
+            }
         }
+        return .refuse(refusal)
     }
 
     /// Answers one request, waiting on the calling thread when the answer is deferred: for callers
@@ -133,43 +131,48 @@ public final class SyncService: Sendable {
     public func reply(to request: HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route(method: request.method, path: request.path)
-        guard case .dataset(let dataset, let endpoint) = route else {
-            return .response(finish(request, started: started, route: route) { try answer(request, route: route) })
-        }
-        if endpoint == .push, let (push, texts) = ProtocolJSON.readCanonicalPush(from: request.body, limits: limits) {
-            return replyToPush(request, push, texts: texts, dataset: dataset, started: started, route: route)
-        }
-        guard request.body.count <= Self.largestBodyReadStrictlyInline else {
-            // The strict reader builds a tree of the whole body first (tens of bytes a value): large
-            // bodies it must read wait their turn on one thread, so together they take no more
-            // memory than one, and no polling thread.
-            let later = DeferredResponse()
-            strictReading.async { [self] in
-                later.forward(
-                    replyStrictly(request, dataset: dataset, endpoint: endpoint, started: started, route: route))
+        let isLarge = request.body.count > Self.largestBodyReadStrictlyInline
+        guard case .dataset(let dataset, let endpoint) = route, endpoint == .push else {
+            let answered: @Sendable () -> HTTPReply = { [self] in
+                .response(finish(request, started: started, route: route) { try answer(request, route: route) })
             }
-            return .deferred(later)
+            return isLarge ? readStrictlyInTurn(answered) : answered()
         }
-        return replyStrictly(request, dataset: dataset, endpoint: endpoint, started: started, route: route)
+        let grant: TokenGrant
+        do {
+            // The token before the body (Protocol/README.md, section 4).
+            grant = try self.grant(of: request, dataset: dataset, endpoint: .push)
+        } catch {
+            return .response(finish(request, started: started, route: route) { throw error })
+        }
+        if let (push, texts) = ProtocolJSON.readCanonicalPush(from: request.body, limits: limits) {
+            return replyToPush(request, push, texts: texts, grant: grant, started: started, route: route)
+        }
+        let strictly: @Sendable () -> HTTPReply = { [self] in
+            replyStrictly(request, grant: grant, started: started, route: route)
+        }
+        return isLarge ? readStrictlyInTurn(strictly) : strictly()
     }
 
     /// Bodies up to this size that ``MessageReader`` does not vouch for are read strictly where they
-    /// arrive; larger ones one at a time on ``strictReading``.
+    /// arrive; larger ones one at a time on ``strictReading`` (``readStrictlyInTurn(_:)``).
     static let largestBodyReadStrictlyInline = 64 * 1024
 
-    /// A dataset request whose body is read by the strict reader (``ProtocolJSON/decode(_:from:limits:)``).
-    private func replyStrictly(
-        _ request: HTTPRequest, dataset: String, endpoint: Route.Endpoint, started: UInt64, route: Route
-    ) -> HTTPReply {
-        guard endpoint == .push else {
-            return .response(finish(request, started: started, route: route) { try answer(request, route: route) })
-        }
+    /// `reply`'s answer, deferred and made on ``strictReading``: the strict reader builds a tree of
+    /// the whole body first (tens of bytes a value), so large bodies it must read wait their turn on
+    /// one thread, together take no more memory than one, and hold no polling thread.
+    private func readStrictlyInTurn(_ reply: @escaping @Sendable () -> HTTPReply) -> HTTPReply {
+        let later = DeferredResponse()
+        strictReading.async { later.forward(reply()) }
+        return .deferred(later)
+    }
+
+    /// A push whose body is read by the strict reader (``ProtocolJSON/decode(_:from:limits:)``).
+    private func replyStrictly(_ request: HTTPRequest, grant: TokenGrant, started: UInt64, route: Route) -> HTTPReply {
         do {
-            // The token before the body (Protocol/README.md, section 4).
-            _ = try grant(of: request, dataset: dataset, endpoint: .push)
             let push = try ProtocolJSON.decode(PushRequest.self, from: request.body, limits: limits)
             let texts = [MessageReader.CanonicalText?](repeating: nil, count: push.changes.count)
-            return replyToPush(request, push, texts: texts, dataset: dataset, started: started, route: route)
+            return replyToPush(request, push, texts: texts, grant: grant, started: started, route: route)
         } catch {
             return .response(finish(request, started: started, route: route) { throw error })
         }
@@ -178,13 +181,12 @@ public final class SyncService: Sendable {
     /// A decoded push's answer, now or deferred until the batch it follows is stored. `push` is
     /// this call's to free: on another thread, so the answer does not wait for its changes to be freed.
     private func replyToPush(
-        _ request: HTTPRequest, _ push: consuming PushRequest, texts: [MessageReader.CanonicalText?], dataset: String,
-        started: UInt64, route: Route
+        _ request: HTTPRequest, _ push: consuming PushRequest, texts: [MessageReader.CanonicalText?],
+        grant: TokenGrant, started: UInt64, route: Route
     ) -> HTTPReply {
         var owned: PushRequest? = consume push
         defer { BackgroundRelease.release(&owned) }
         do {
-            let grant = try grant(of: request, dataset: dataset, endpoint: .push)
             let prepared = try preparePush(owned!, texts: texts, in: request.body, grant: grant)
             if let later = try deferUntilPreviousPush(prepared, request: request, started: started, route: route) {
                 return .deferred(later)
@@ -399,8 +401,9 @@ public final class SyncService: Sendable {
             site: push.site, schemaVersion: push.schemaVersion, after: push.after, batch: batch, grant: grant)
     }
 
-    /// Stores a prepared push whose batch before is stored, and wakes pushes waiting for it.
-    private func storeBatch(_ prepared: PreparedPush) throws -> PushResponse {
+    /// Stores a prepared push whose batch before is stored, wakes pushes waiting for it, and
+    /// answers it.
+    private func store(_ prepared: PreparedPush) throws -> HTTPResponse {
         // The site's binding is checked (and made) in the transaction that stores the batch.
         let stored = try storage.storeBatch(
             prepared.batch, site: prepared.site, clientSchema: prepared.schemaVersion, dataset: prepared.dataset,
@@ -408,11 +411,7 @@ public final class SyncService: Sendable {
         // Replays are acknowledged again, not counted again.
         metrics.recordPushed(stored.appended)
         waitingPushes.stored(dataset: prepared.dataset, site: prepared.site)
-        return PushResponse(site: prepared.site, acknowledgedThrough: stored.acknowledgedThrough)
-    }
-
-    private func store(_ prepared: PreparedPush) throws -> HTTPResponse {
-        try Self.json(try storeBatch(prepared))
+        return try Self.json(PushResponse(site: prepared.site, acknowledgedThrough: stored.acknowledgedThrough))
     }
 
     /// For a push whose batch before is not stored yet: its answer, deferred until that batch is

@@ -37,7 +37,6 @@ final class WaitingPushes: @unchecked Sendable {
     }
 
     private struct Waiter {
-        let id: UInt64
         let site: Site
         let token: String
         let after: Int64
@@ -51,7 +50,6 @@ final class WaitingPushes: @unchecked Sendable {
     private let idleTimeout: Duration
     private let condition = NSCondition()
     private var waiters: [Waiter] = []
-    private var nextID: UInt64 = 0
     /// Set when a batch of a waiting site was stored: the watcher checks at once.
     private var isChecking = false
     private var isWatching = false
@@ -87,8 +85,7 @@ final class WaitingPushes: @unchecked Sendable {
             throw .siteLimit
         }
         guard waiters.count(where: { $0.token == token }) < limits.perToken else { throw .tokenLimit }
-        nextID += 1
-        waiters.append(Waiter(id: nextID, site: site, token: token, after: after, deadline: deadline, wake: wake))
+        waiters.append(Waiter(site: site, token: token, after: after, deadline: deadline, wake: wake))
         count.add(1, ordering: .relaxed)
         if !isWatching {
             isWatching = true
