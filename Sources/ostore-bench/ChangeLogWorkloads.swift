@@ -218,7 +218,7 @@ struct ChangeLogWorkloads {
         return (db, try ChangeLog.open(db, migrator: setting.migrator))
     }
 
-    /// The work the triggers no longer do per row, timed where it now happens: one fold of the
+    /// The work the triggers leave to the fold, timed where it happens: one fold of the
     /// journal `rows` tracked inserts left (opening the store outside the clock, which does not
     /// fold), against the C inserts of the same rows without tracking, taking turns.
     private func foldJournal(

@@ -50,7 +50,7 @@ struct MigrationResult: Encodable {
         }
         let rows = [header] + body
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        // Numbers right-aligned, text left-aligned, as in the README tables.
+        // Numbers right-aligned, text left-aligned, as in docs/performance.md.
         let rightAligned: Set<Int> = [1, 2, 4, 5]
         return rows.map { row in
             row.enumerated().map { column, text in

@@ -166,7 +166,7 @@ struct SyncWorkloads {
     }
 
     /// The run whose end-to-end time is the median (the slower middle one of an even count), its
-    /// end-to-end row carrying every run's rate and how many met the target. The VM's speed
+    /// end-to-end row carrying every run's rate and how many met the target. A shared machine's speed
     /// changes from minute to minute, so one run says little about the next.
     static func medianRun(of runs: [[SyncResult]]) -> [SyncResult] {
         precondition(!runs.isEmpty && runs.allSatisfy { $0.last != nil }, "at least one run, each with its end to end")

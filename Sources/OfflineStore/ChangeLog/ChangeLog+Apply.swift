@@ -950,7 +950,7 @@ private final class PageLog {
     ///
     /// Statements that write many rows take `OR FAIL`: with SQLite's default (`ABORT`) each keeps a
     /// statement journal to take back its own rows on a failure, which beyond 64 KiB spills to a
-    /// temporary file (ten times as many `pwrite` calls for the page's rows and entries, strace).
+    /// temporary file, many times the writes of the page's rows and entries themselves.
     /// Here a failure rolls back the whole page, which is applied again change by change.
     /// See <https://www.sqlite.org/lang_conflict.html>.
     func write(_ db: Database) throws {

@@ -2,8 +2,8 @@ import CSQLite
 
 extension ChangeLog {
     /// Batches at least this large apply with this connection's tracking triggers taken out (see
-    /// ``withoutTrackingTriggers(_:_:)``): dropping and creating them again (one table's, 3.3M
-    /// instructions) costs what about 500 changes save (6.3k each), so smaller batches keep them.
+    /// ``withoutTrackingTriggers(_:_:)``): dropping and creating them again costs about what the
+    /// triggers cost 500 changes, so smaller batches keep them.
     static let batchSizeWithoutTrackingTriggers = 1_000
 
     /// Runs `body` with this connection's TEMP tracking triggers dropped, then creates them again

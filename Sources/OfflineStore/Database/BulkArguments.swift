@@ -5,7 +5,7 @@ import Foundation
 /// buffer that is reused from row to row and bound from it in place (`SQLITE_STATIC`): SQLite
 /// neither copies each text and blob into an allocation of its own nor frees it when the bindings
 /// are cleared, and no value is boxed into a ``DatabaseValue`` or bound through a generic witness.
-/// For the server's fold that was a quarter of the instructions of writing a row.
+/// In a bulk write those copies and boxes would be a large share of the cost of each row.
 ///
 /// ```swift
 /// var arguments = BulkArguments()

@@ -35,7 +35,7 @@ public struct Configuration: Sendable {
     /// reads them back. 8 MiB keeps such a table of 100,000 rows in memory. The cache grows as pages
     /// are used, so a small database costs no more. The attached metadatabase gets at least 16 MiB
     /// of its own (``ChangeLog/open(_:migrator:)``). `PRAGMA mmap_size` is not used: it
-    /// maps the file, not the WAL, so the apply's re-reads stayed, every mapped page it touches
+    /// maps the file, not the WAL, so the apply's re-reads would remain, every mapped page it touches
     /// counts in the process's resident memory, and an I/O error on a mapped page becomes a
     /// signal instead of an error (<https://www.sqlite.org/mmap.html>); set it in
     /// ``prepareDatabase`` if those suit the app. See <https://www.sqlite.org/pragma.html#pragma_cache_size>.

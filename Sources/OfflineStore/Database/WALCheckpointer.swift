@@ -5,8 +5,8 @@ import Synchronization
 /// connection of its own, for as long as a run of large write transactions lasts (a sync's pull),
 /// so the connection that commits does not. SQLite's automatic checkpoint runs on the committing
 /// connection, right after its commit, and copies about as many pages again as the transaction
-/// wrote to the WAL, with an fsync of each file: while a pull applies its pages, that was the
-/// applying thread's time (B's pull of 100,000 changes: about 0.2–0.3 s of its 1.3–1.6 s of CPU).
+/// wrote to the WAL, with an fsync of each file: while a pull applies its pages, that would be
+/// the applying thread's time, which holds the write lock.
 /// A PASSIVE checkpoint needs no write lock, so here it runs beside the next transaction, on
 /// another core.
 ///

@@ -4,8 +4,8 @@ import OfflineStore
 /// Copies the WAL back into `server.sqlite` on a thread and connection of its own, so the writer
 /// does not. SQLite's automatic checkpoint runs on the connection that commits, right after the
 /// commit: with pushes that is the group-commit writer, which then writes and fsyncs into the
-/// database file about as many bytes again as it wrote to the WAL (10 of the 18 KiB written per
-/// pushed change go to the WAL) while the pushes waiting for it cannot be written. A PASSIVE
+/// database file about as many bytes again as it wrote to the WAL while the pushes waiting for
+/// it cannot be written. A PASSIVE
 /// checkpoint needs no write lock, so here it runs beside the next group's transaction, on the
 /// other core.
 ///

@@ -3,8 +3,8 @@ import OfflineStore
 
 /// Group commit: pushes that arrive while another is being written wait, then go to disk
 /// together in the next write transaction, each inside its own savepoint. With
-/// `synchronous = FULL` every commit waits for an fsync of the WAL (about 5 ms on the reference
-/// VM), so one commit per push would cap a server at a couple of hundred pushes per second
+/// `synchronous = FULL` every commit waits for an fsync of the WAL (milliseconds on most disks),
+/// so one commit per push would cap a server at a few hundred pushes per second
 /// however fast the rest is; sharing the commit shares that wait.
 ///
 /// What each push is promised does not change: its work runs all or nothing (a savepoint rolled

@@ -35,15 +35,13 @@ import Synchronization
 /// ```
 final class StateFolder: Sendable {
     /// Keys are random, so a fold of n changes over a state of L leaves dirties about
-    /// L·(1 − e^(−n/L)) of them: the larger the fold, the fewer pages written per change. With
-    /// 4 clients pushing 1,000,000 changes, folds of up to 40,000 gathered for 1 s wrote 4.6 KiB
-    /// per change against 6.9 KiB for 20,000 gathered for 0.25 s (42,916 against 37,016 pushed
-    /// changes/s), for a longer p99 push (0.9 against 0.6 s) and more memory (196 against 139 MiB).
+    /// L·(1 − e^(−n/L)) of them: the larger the fold, the fewer pages written per change and the
+    /// faster pushes go on a large state, for a longer p99 push and more memory held
+    /// (docs/performance.md, "Server").
     static let changesPerFold = 40_000
     /// Two folds: a round starts once ``changesPerFold`` are handed over, and pushes go on
-    /// appending the next ones while it runs beside them. At one fold, every push that came after
-    /// a round's changes were in waited for that round (A's push of 100,000 changes in
-    /// `ostore-bench sync` waited twice, 0.04 and 0.24 s). It bounds how far the state trails the
+    /// appending the next ones while it runs beside them. With one fold, every push that comes
+    /// after a round's changes are in would wait for that round. It bounds how far the state trails the
     /// log (so how much of a push phase's cost can land after it) and the changes held here.
     static let maximumLag: Int64 = 80_000
     /// How long a round waits, after a push handed changes over, for more to fold with them.
