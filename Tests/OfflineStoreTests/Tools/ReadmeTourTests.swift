@@ -57,8 +57,8 @@ func tour(directory: String) async throws -> (titles: [String], count: Int) {
         let problems = try DocumentedCode.differences(
             markdown: "README.md",
             sources: [
-                "Tests/OfflineStoreTests/ReadmeTourTests.swift",
-                "Tests/OfflineStoreTests/ReadmeMigrationTourTests.swift",
+                "Tests/OfflineStoreTests/Tools/ReadmeTourTests.swift",
+                "Tests/OfflineStoreTests/Tools/ReadmeMigrationTourTests.swift",
                 "Tests/SyncClientTests/ReadmeAppTourTests.swift",
             ])
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")

@@ -271,7 +271,7 @@ private func customStagePlan<Script: StageScript>(_ script: Script.Type) -> any 
     @Test func theGuideShowsTheCompiledCodeVerbatim() throws {
         let problems = try DocumentedCode.differences(
             markdown: "docs/writing-migrations.md",
-            sources: ["Tests/OfflineStoreTests/GuideWritingMigrationsTests.swift"])
+            sources: ["Tests/OfflineStoreTests/Tools/GuideWritingMigrationsTests.swift"])
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 

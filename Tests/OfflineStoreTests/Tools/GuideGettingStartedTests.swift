@@ -89,7 +89,7 @@ func moveAllDueDates(by seconds: Double, db: Database) throws {
 
     @Test func theGuideShowsTheCompiledCodeVerbatim() throws {
         let problems = try DocumentedCode.differences(
-            markdown: guide, sources: ["Tests/OfflineStoreTests/GuideGettingStartedTests.swift"])
+            markdown: guide, sources: ["Tests/OfflineStoreTests/Tools/GuideGettingStartedTests.swift"])
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
