@@ -15,7 +15,7 @@ let package = Package(
         .executable(name: "ostore-server", targets: ["ostore-server"]),
     ],
     targets: [
-        // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions.
+        // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions and macros.
         .systemLibrary(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
@@ -41,9 +41,36 @@ let package = Package(
             name: "CLibPQ",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The change log's SQL functions, answered in C on every tracked row (the tracking triggers'
+        // recording switch, clock, observer and watermark; the permanent triggers' tracking probe).
+        .target(
+            name: "CChangeTracking",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
+        // The store's layers, each a target the compiler keeps apart (docs/ARCHITECTURE.md, "Targets
+        // and layers"). The SQLite layer: connections, statements, rows, records, pools, hooks, logging.
+        // The only Swift target that imports CSQLite; it wraps CChangeTracking for the change log.
+        .target(
+            name: "OfflineStoreSQLite",
+            dependencies: ["CSQLite", "CChangeTracking"]
+        ),
+        // Schemas and migrations: declared schemas, snapshots and their differences, the migrator,
+        // its ledger and linter. What it needs of the change log (its bookkeeping in the user's file)
+        // is the `ChangeLogBookkeeping` hook, which the change log implements and hands to migrators.
+        .target(
+            name: "OfflineStoreMigrations",
+            dependencies: ["OfflineStoreSQLite"]
+        ),
+        // The change log: the metadatabase, tracking triggers, journal, pending changes, applying
+        // remote changes, coverage of writes made outside the store; declares `Migrator(plan:)`.
+        .target(
+            name: "OfflineStoreChangeLog",
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations"]
+        ),
+        // What apps import: the three layers above, re-exported.
         .target(
             name: "OfflineStore",
-            dependencies: ["CSQLite"]
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog"]
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
@@ -151,7 +178,11 @@ let package = Package(
         ),
         .testTarget(
             name: "OfflineStoreTests",
-            dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport"]
+            dependencies: [
+                "OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport",
+                // The layers themselves, for the tests that reach their internals (`@testable import`).
+                "OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,8 +1,9 @@
 import Foundation
+import OfflineStore
 import RemindersModel
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreChangeLog
 
 /// The change journal the triggers append to, and its fold into the keyed log.
 @Suite("Change log journal")

@@ -1,7 +1,8 @@
 import Foundation
+import OfflineStore
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreChangeLog
 
 /// The tracking trigger for generated columns (`update_generated`), which no declared schema of
 /// the other tests has: a generated column is never set, so its change is recorded when it differs

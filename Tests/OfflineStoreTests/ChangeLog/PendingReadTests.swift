@@ -1,7 +1,8 @@
 import Foundation
+import OfflineStore
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreChangeLog
 
 /// Notes keyed by one text column (read with their rows by one statement when a batch holds only
 /// them) and shelves keyed by two columns (always read row by row).

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
+import OfflineStore
 import Synchronization
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreSQLite
 
 /// Values handed to ``BackgroundRelease`` are freed, and not on the thread that handed them over.
 @Suite("Background release")

@@ -1,7 +1,8 @@
 import Foundation
+import OfflineStore
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreSQLite
 
 /// Arguments gathered in one reused buffer and bound in place (`SQLITE_STATIC`).
 @Suite("Bulk arguments")

@@ -1,8 +1,9 @@
 import Foundation
+import OfflineStore
 import RemindersModel
 import Testing
 
-@testable import OfflineStore
+@testable import OfflineStoreMigrations
 
 @Suite("Schema model, canonical form and introspection")
 struct SchemaModelTests {
