@@ -93,7 +93,8 @@ let package = Package(
                 "SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ",
             ]
         ),
-        // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
+        // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/),
+        // and its own state in the metadatabase (SyncState, rejected pushes, requeued pushes).
         .target(
             name: "SyncClient",
             dependencies: ["CCurl", "CZlib", "SyncProtocol", "SyncStoreBridge", "OfflineStore"]
@@ -180,6 +181,8 @@ let package = Package(
             name: "OfflineStoreTests",
             dependencies: [
                 "OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport",
+                // The sync client's state the change log's tests read and write (SyncState, rejected changes).
+                "SyncClient",
                 // The layers themselves, for the tests that reach their internals (`@testable import`).
                 "OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog",
             ]

@@ -13,10 +13,11 @@ import OfflineStoreSQLite
 ///
 /// Who folds: everything that reads or merges the keyed log on a connection that can write — the
 /// push reader (``ChangeLog/pendingChanges(_:after:limit:)``), the remote apply (first, inside its
-/// transaction), ``ChangeLog/pendingCount(_:)`` outside a transaction, ``ChangeLog/requeuePushes(after:endpoint:_:)``,
-/// a rescan, and the purge handling at attach. Readers that must not write (``ChangeLogReader``,
-/// `ostore log`/`status`/`check`, a pool's `query_only` readers, a count inside a transaction) read
-/// ``foldedLog(_:)``, the keyed log as a fold would leave it, computed on the fly.
+/// transaction), ``ChangeLog/pendingCount(_:)`` outside a transaction, the sync client's
+/// `requeuePushes(after:endpoint:_:)`, a rescan, and the purge handling at attach. Readers that
+/// must not write (``ChangeLogReader``, `ostore log`/`status`/`check`, a pool's `query_only`
+/// readers, a count inside a transaction) read ``foldedLog(_:)``, the keyed log as a fold would
+/// leave it, computed on the fly.
 ///
 /// Places in the queue: a journal entry's `seq` is its rowid, which SQLite assigns as one more
 /// than the journal's largest, so an append reads nothing but the journal's right-most page, and

@@ -149,7 +149,7 @@ public struct ChangeLog: Sendable {
         try ChangeJournal.fold(db)
     }
 
-    func pushedSequence(_ db: Database) throws -> Int64 {
+    package func pushedSequence(_ db: Database) throws -> Int64 {
         try db.fetchValue(
             Int64.self, "SELECT pushedSeq FROM \(identifier: Metadatabase.schemaName).ostore_store WHERE id = 1")
             ?? 0

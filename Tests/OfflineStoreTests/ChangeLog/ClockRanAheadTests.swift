@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncClient
 import Testing
 
 /// A device whose wall clock ran ahead stamped its changes, and every later one (its clock never

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncClient
 import Testing
 
 /// Two stores of the Reminders app that exchange changes by hand, as the sync engine will.

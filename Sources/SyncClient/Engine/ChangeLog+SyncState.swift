@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStoreSQLite
+import OfflineStore
 
 /// What a sync engine remembers about one server and dataset between runs.
 public struct SyncState: Sendable, Hashable {
@@ -88,7 +88,7 @@ extension ChangeLog {
     public func requeuePushes(after sequence: Int64, endpoint: String, _ db: Database) throws -> Int {
         try db.transaction(.immediate) { db in
             // The count reads the keyed log.
-            try ChangeJournal.fold(db)
+            try foldJournal(db)
             let pushed = try pushedSequence(db)
             try db.execute(
                 """
