@@ -74,23 +74,25 @@ let package = Package(
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
-        // Converting between the store's values and the wire's, for the client and the server alike.
+        // Converting between the store's values and the wire's, for the client and the server alike:
+        // `DatabaseValue` is all it needs of the store.
         .target(
             name: "SyncStoreBridge",
-            dependencies: ["SyncProtocol", "OfflineStore"]
+            dependencies: ["SyncProtocol", "OfflineStoreSQLite"]
         ),
         // libcrypto from Debian's libssl-dev: token digests, constant-time comparison, random bytes.
         .systemLibrary(
             name: "COpenSSL",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The reference server: HTTP, storage behind a protocol, the request handlers. It uses
-        // OfflineStore's SQLite layer for its embedded storage and libpq for PostgreSQL, none of the
-        // client's sync code.
+        // The reference server: HTTP, storage behind a protocol, the request handlers. It uses the
+        // store's SQLite layer and its migrator (for the server's own schema) for its embedded
+        // storage, and libpq for PostgreSQL; neither the change log nor the client's sync code.
         .target(
             name: "SyncServer",
             dependencies: [
-                "SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ",
+                "SyncProtocol", "SyncStoreBridge", "OfflineStoreSQLite", "OfflineStoreMigrations", "COpenSSL",
+                "CMicroHTTPD", "CZlib", "CLibPQ",
             ]
         ),
         // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/),
