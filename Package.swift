@@ -117,9 +117,12 @@ let package = Package(
             dependencies: [
                 "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
                 // The throwaway PostgreSQL cluster of `server --backend postgres`, shared with the tests.
-                "TestSupport",
+                "PostgresScratchCluster",
             ]
         ),
+        // A throwaway PostgreSQL cluster (initdb, pg_ctl) for the benchmark and the tests of the
+        // PostgreSQL backend, and the posix_spawn command runner it starts them with; Foundation only.
+        .target(name: "PostgresScratchCluster"),
         // The sample app's schema history, a library so tests and the benchmark can use it.
         .target(
             name: "RemindersModel",
@@ -157,11 +160,11 @@ let package = Package(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
         ),
-        // What every test target shares: temporary directories, locks, waiting, built products, and an
-        // `ostore-server` process to talk to.
+        // What every test target shares: temporary directories, locks, waiting, built products, an
+        // `ostore-server` process to talk to, and (re-exported) the PostgreSQL cluster.
         .target(
             name: "TestSupport",
-            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore"],
+            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore", "PostgresScratchCluster"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
