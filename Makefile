@@ -2,7 +2,7 @@
 # Each first installs the Debian packages the package links against (SQLite, libmicrohttpd,
 # zlib, libcrypto, libcurl, libpq) and the commands the demo and tests run (sqlite3, openssl,
 # and PostgreSQL's server: the tests of the PostgreSQL backend start a throwaway cluster of
-# their own with initdb and pg_ctl, see Tests/TestSupport/PostgresCluster.swift).
+# their own with initdb and pg_ctl, see Sources/PostgresScratchCluster/PostgresCluster.swift).
 
 DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl libpq-dev postgresql
 SWIFT ?= swift

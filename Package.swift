@@ -15,7 +15,7 @@ let package = Package(
         .executable(name: "ostore-server", targets: ["ostore-server"]),
     ],
     targets: [
-        // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions.
+        // SQLite from Debian's libsqlite3-dev, plus typed shims for its variadic functions and macros.
         .systemLibrary(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
@@ -41,32 +41,62 @@ let package = Package(
             name: "CLibPQ",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The change log's SQL functions, answered in C on every tracked row (the tracking triggers'
+        // recording switch, clock, observer and watermark; the permanent triggers' tracking probe).
+        .target(
+            name: "CChangeTracking",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
+        // The store's layers, each a target the compiler keeps apart (docs/ARCHITECTURE.md, "Targets
+        // and layers"). The SQLite layer: connections, statements, rows, records, pools, hooks, logging.
+        // The only Swift target that imports CSQLite; it wraps CChangeTracking for the change log.
+        .target(
+            name: "OfflineStoreSQLite",
+            dependencies: ["CSQLite", "CChangeTracking"]
+        ),
+        // Schemas and migrations: declared schemas, snapshots and their differences, the migrator,
+        // its ledger and linter. What it needs of the change log (its bookkeeping in the user's file)
+        // is the `ChangeLogBookkeeping` hook, which the change log implements and hands to migrators.
+        .target(
+            name: "OfflineStoreMigrations",
+            dependencies: ["OfflineStoreSQLite"]
+        ),
+        // The change log: the metadatabase, tracking triggers, journal, pending changes, applying
+        // remote changes, coverage of writes made outside the store; declares `Migrator(plan:)`.
+        .target(
+            name: "OfflineStoreChangeLog",
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations"]
+        ),
+        // What apps import: the three layers above, re-exported.
         .target(
             name: "OfflineStore",
-            dependencies: ["CSQLite"]
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog"]
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
-        // Converting between the store's values and the wire's, for the client and the server alike.
+        // Converting between the store's values and the wire's, for the client and the server alike:
+        // `DatabaseValue` is all it needs of the store.
         .target(
             name: "SyncStoreBridge",
-            dependencies: ["SyncProtocol", "OfflineStore"]
+            dependencies: ["SyncProtocol", "OfflineStoreSQLite"]
         ),
         // libcrypto from Debian's libssl-dev: token digests, constant-time comparison, random bytes.
         .systemLibrary(
             name: "COpenSSL",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The reference server: HTTP, storage behind a protocol, the request handlers. It uses
-        // OfflineStore's SQLite layer for its embedded storage and libpq for PostgreSQL, none of the
-        // client's sync code.
+        // The reference server: HTTP, storage behind a protocol, the request handlers. It uses the
+        // store's SQLite layer and its migrator (for the server's own schema) for its embedded
+        // storage, and libpq for PostgreSQL; neither the change log nor the client's sync code.
         .target(
             name: "SyncServer",
             dependencies: [
-                "SyncProtocol", "SyncStoreBridge", "OfflineStore", "COpenSSL", "CMicroHTTPD", "CZlib", "CLibPQ",
+                "SyncProtocol", "SyncStoreBridge", "OfflineStoreSQLite", "OfflineStoreMigrations", "COpenSSL",
+                "CMicroHTTPD", "CZlib", "CLibPQ",
             ]
         ),
-        // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/).
+        // The sync client: the engine and daemon (Engine/, Daemon/) over the libcurl transport (Transport/),
+        // and its own state in the metadatabase (SyncState, rejected pushes, requeued pushes).
         .target(
             name: "SyncClient",
             dependencies: ["CCurl", "CZlib", "SyncProtocol", "SyncStoreBridge", "OfflineStore"]
@@ -87,9 +117,12 @@ let package = Package(
             dependencies: [
                 "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
                 // The throwaway PostgreSQL cluster of `server --backend postgres`, shared with the tests.
-                "TestSupport",
+                "PostgresScratchCluster",
             ]
         ),
+        // A throwaway PostgreSQL cluster (initdb, pg_ctl) for the benchmark and the tests of the
+        // PostgreSQL backend, and the posix_spawn command runner it starts them with; Foundation only.
+        .target(name: "PostgresScratchCluster"),
         // The sample app's schema history, a library so tests and the benchmark can use it.
         .target(
             name: "RemindersModel",
@@ -127,11 +160,11 @@ let package = Package(
             name: "SyncProtocolTests",
             dependencies: ["SyncProtocol"]
         ),
-        // What every test target shares: temporary directories, locks, waiting, built products, and an
-        // `ostore-server` process to talk to.
+        // What every test target shares: temporary directories, locks, waiting, built products, an
+        // `ostore-server` process to talk to, and (re-exported) the PostgreSQL cluster.
         .target(
             name: "TestSupport",
-            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore"],
+            dependencies: ["SyncServer", "SyncProtocol", "OfflineStore", "PostgresScratchCluster"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -151,7 +184,13 @@ let package = Package(
         ),
         .testTarget(
             name: "OfflineStoreTests",
-            dependencies: ["OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport"]
+            dependencies: [
+                "OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport",
+                // The sync client's state the change log's tests read and write (SyncState, rejected changes).
+                "SyncClient",
+                // The layers themselves, for the tests that reach their internals (`@testable import`).
+                "OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

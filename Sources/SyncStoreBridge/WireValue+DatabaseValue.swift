@@ -1,4 +1,4 @@
-import OfflineStore
+import OfflineStoreSQLite
 import SyncProtocol
 
 /// The wire's values and the store's are the same five SQLite storage classes; the client (what it

@@ -1,8 +1,8 @@
 import Foundation
+import PostgresScratchCluster
 import SyncClient
 import SyncProtocol
 import Synchronization
-import TestSupport
 
 /// What `ostore-bench server` is asked to do.
 struct ServerBenchOptions {

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// ```swift
 /// let problems = try DocumentedCode.differences(
-///     markdown: "docs/getting-started.md", sources: ["Tests/OfflineStoreTests/GuideGettingStartedTests.swift"])
+///     markdown: "docs/getting-started.md", sources: ["Tests/OfflineStoreTests/Tools/GuideGettingStartedTests.swift"])
 /// #expect(problems.isEmpty, "\(problems)")
 /// ```
 public enum DocumentedCode {

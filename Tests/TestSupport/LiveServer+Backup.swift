@@ -1,4 +1,5 @@
 import Foundation
+import PostgresScratchCluster
 
 extension LiveServer {
     /// The options that name this server's storage on an `ostore-server` command line.

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresScratchCluster
 import SyncProtocol
 import SyncServer
 
@@ -195,11 +196,4 @@ public func makeSelfSignedCertificate(in directory: TemporaryDirectory, name: St
             command: "openssl req", status: result.status, error: String(decoding: result.error, as: UTF8.self))
     }
     return (certificate, key)
-}
-
-public struct CommandFailure: Error, CustomStringConvertible {
-    public let command: String
-    public let status: Int32
-    public let error: String
-    public var description: String { "\(command) exited with \(status): \(error)" }
 }

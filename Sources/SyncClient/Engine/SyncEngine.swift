@@ -9,7 +9,8 @@ import SyncProtocol
 /// only with its page, in the page's transaction, or after it).
 ///
 /// While it pulls, a thread of its own copies the WAL into the database files (see
-/// ``OfflineStore/Database/withBackgroundCheckpoints(walBoundPages:_:)``); `sync()` joins it before it returns.
+/// ``OfflineStoreSQLite/Database/withBackgroundCheckpoints(walBoundPages:_:)``); `sync()` joins it
+/// before it returns.
 ///
 /// Not `Sendable`: it uses the store's `Database`, on the caller's thread.
 ///

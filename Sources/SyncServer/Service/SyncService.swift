@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 import SyncProtocol
 
 /// The protocol's request handlers behind any HTTP layer: routing, authentication, decoding,

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 
 /// Copies the WAL back into `server.sqlite` on a thread and connection of its own, so the writer
 /// does not. SQLite's automatic checkpoint runs on the connection that commits, right after the

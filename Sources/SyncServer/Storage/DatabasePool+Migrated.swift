@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 extension DatabasePool {
     /// A pool on the server's file at `path`, migrated to `plan`'s newest schema first (on a
@@ -17,7 +18,8 @@ extension DatabasePool {
     ) throws -> DatabasePool {
         let setup = try Database(path: path)
         do {
-            try Migrator(plan: plan).migrate(setup)
+            // No change log opens the server's files: a migrator without its bookkeeping (ChangeLogBookkeeping).
+            try Migrator(plan: plan, bookkeeping: nil).migrate(setup)
         } catch {
             try? setup.close()
             throw error

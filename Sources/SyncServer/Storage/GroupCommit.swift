@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 
 /// Group commit: pushes that arrive while another is being written wait, then go to disk
 /// together in the next write transaction, each inside its own savepoint. With

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 
 extension SQLiteSyncStorage {
     /// Read in a read transaction; only the first call on a new `server.sqlite` writes, and

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 
 extension SQLiteSyncStorage {
     /// Puts a backup of `server.sqlite` in place in `directory` and gives every dataset a new

@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 import SyncProtocol
 
 /// The default storage: SQLite files in the data directory, in WAL mode, through OfflineStore's

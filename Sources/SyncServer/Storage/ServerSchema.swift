@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// The embedded server's own tables, versioned and migrated by OfflineStore's ``Migrator`` like
 /// any app's schema (so a later release evolves them with a checksummed stage).

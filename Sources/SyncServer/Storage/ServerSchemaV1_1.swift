@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// Version 1.1 gives each dataset an incarnation: a random id made with the dataset and made
 /// again by `ostore-server restore`, which pull cursors carry, so a cursor issued before a backup

@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// Version 1.2 gives each dataset a `foldedSerial`: the log is stored and acknowledged first, and
 /// ``StateFolder`` merges it into `server_rows`/`server_cells` afterwards, so the state is the

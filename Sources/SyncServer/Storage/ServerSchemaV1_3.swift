@@ -1,5 +1,6 @@
 import Foundation
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 import SyncProtocol
 import SyncStoreBridge
 

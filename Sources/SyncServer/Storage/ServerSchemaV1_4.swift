@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// Version 1.4 keeps with each log entry the fingerprint of the log up to it (``LogChain``), and
 /// with each dataset the one of its newest entry, which pull cursors carry, so a cursor read from a

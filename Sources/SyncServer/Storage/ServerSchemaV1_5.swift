@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// Version 1.5 keeps the keys that authenticate pull cursors (``CursorKey``), so every server of a
 /// deployment and every restart signs and checks cursors alike, and a backup of `server.sqlite`

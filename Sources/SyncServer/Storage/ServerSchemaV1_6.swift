@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// Version 1.6 binds each site to a token and lets the operator bound a dataset's schema moves.
 /// `server_sites.tokenID` is the token the site belongs to (``SiteBinding``): sites stored before

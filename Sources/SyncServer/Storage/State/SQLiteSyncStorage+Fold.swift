@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 import SyncProtocol
 import SyncStoreBridge
 

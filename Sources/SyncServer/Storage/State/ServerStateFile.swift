@@ -1,5 +1,5 @@
 import Foundation
-import OfflineStore
+import OfflineStoreSQLite
 
 /// `state.sqlite`, beside `server.sqlite`: the merged current state of every dataset
 /// (`state_rows`), which ``StateFolder`` folds from the log and first downloads read.

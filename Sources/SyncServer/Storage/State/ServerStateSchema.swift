@@ -1,4 +1,5 @@
-import OfflineStore
+import OfflineStoreMigrations
+import OfflineStoreSQLite
 
 /// The tables of `state.sqlite` (``ServerStateFile``), versioned and migrated by OfflineStore's
 /// ``Migrator`` apart from `server.sqlite`'s: the state is derived from the log, so the file can be
