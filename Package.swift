@@ -55,22 +55,23 @@ let package = Package(
             dependencies: ["CSQLite", "CChangeTracking"]
         ),
         // Schemas and migrations: declared schemas, snapshots and their differences, the migrator,
-        // its ledger and linter. What it needs of the change log (its bookkeeping in the user's file)
+        // its ledger and linter; a schema's version is the protocol's `SchemaVersion`. What it needs of the change log (its bookkeeping in the user's file)
         // is the `ChangeLogBookkeeping` hook, which the change log implements and hands to migrators.
         .target(
             name: "OfflineStoreMigrations",
-            dependencies: ["OfflineStoreSQLite"]
+            dependencies: ["OfflineStoreSQLite", "SyncProtocol"]
         ),
         // The change log: the metadatabase, tracking triggers, journal, pending changes, applying
         // remote changes, coverage of writes made outside the store; declares `Migrator(plan:)`.
         .target(
             name: "OfflineStoreChangeLog",
-            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations"]
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations", "SyncProtocol"]
         ),
-        // What apps import: the three layers above, re-exported.
+        // What apps import: the three layers above, re-exported, with the protocol's clock and
+        // schema version their API uses.
         .target(
             name: "OfflineStore",
-            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog"]
+            dependencies: ["OfflineStoreSQLite", "OfflineStoreMigrations", "OfflineStoreChangeLog", "SyncProtocol"]
         ),
         // The sync protocol's messages and rules, shared by clients and the server; Foundation only.
         .target(name: "SyncProtocol"),
@@ -158,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncProtocolTests",
-            dependencies: ["SyncProtocol"]
+            dependencies: ["SyncProtocol", "TestSupport"]
         ),
         // What every test target shares: temporary directories, locks, waiting, built products, an
         // `ostore-server` process to talk to, and (re-exported) the PostgreSQL cluster.
@@ -185,7 +186,7 @@ let package = Package(
         .testTarget(
             name: "OfflineStoreTests",
             dependencies: [
-                "OfflineStore", "OfflineStoreTesting", "RemindersModel", "TestSupport",
+                "OfflineStore", "OfflineStoreTesting", "RemindersModel", "SyncProtocol", "TestSupport",
                 // The sync client's state the change log's tests read and write (SyncState, rejected changes).
                 "SyncClient",
                 // The layers themselves, for the tests that reach their internals (`@testable import`).

@@ -16,7 +16,9 @@ struct AppRelease {
 
     /// Accepts the plan's versions as `1.0` or `1.0.0`.
     init(schemaArgument: String) throws(CommandFailure) {
-        guard let version = Schema.Version(schemaArgument), Self.versions.contains(version) else {
+        guard
+            let version = Self.versions.first(where: { [Self.shortForm($0), $0.description].contains(schemaArgument) })
+        else {
             throw .usage(
                 "--schema must be one of \(Self.versions.map(Self.shortForm).joined(separator: ", ")), "
                     + "not \"\(schemaArgument)\"")

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// What ``ChangeLog/apply(_:to:)`` did with a batch.
 public struct ApplyOutcome: Sendable, Hashable {
@@ -338,14 +339,14 @@ extension ChangeLog {
         let tableID = try target.tableID { try trackedTableID(target.definition.name, db) }
         let loggedKey = plan.loggedKey
         let site = try lookups.siteNumber(at: plan.site) { try siteNumber(change.siteID, db) }
-        let incoming = Version(clock: change.clock, siteID: change.siteID)
+        let incoming = ChangeVersion(clock: change.clock.packed, site: change.siteID)
         // An insert learns whether its row is present from the insert itself (below), so its
         // state is the log's versions alone: one index lookup fewer per pulled row. Not when the
         // app has triggers on the table: its BEFORE INSERT triggers would run for an insert that
         // then does nothing.
         let probesByInserting = try change.operation == .insert && !target.hasAppTriggers(db)
         let slot = page?.slots[index]
-        let row: (exists: Bool?, versions: [String: Version])
+        let row: (exists: Bool?, versions: [String: ChangeVersion])
         if probesByInserting, let page, let slot {
             row = (nil, page.versions[slot])
         } else {
@@ -353,10 +354,9 @@ extension ChangeLog {
             try page?.write(db)
             row = try rowState(target, keyValues, tableID, loggedKey, existence: !probesByInserting, db)
         }
-        let created = row.versions[""]
-        let deleted = row.versions["-"]
-        // A row is deleted while its newest tombstone is newer than its newest creation.
-        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
+        // The row's versions as the merge rule reads them: the log's `''` entry is its creation,
+        // `'-'` its deletion, the others its columns'.
+        let versions = MergeRule.Row(created: row.versions[""], deleted: row.versions["-"])
         let statement = page == nil ? try lookups.recordVersionStatement(db) : nil
         let record = { (column: String) in
             if let page {
@@ -367,9 +367,10 @@ extension ChangeLog {
                 try Self.recordVersion(statement, tableID, loggedKey, column, change.clock, site)
             }
         }
-        // A new row (no entries in the log, its key once in the page) is inserted with the page's
-        // next new rows by one statement (PageLog.insert); a change of any other kind writes them
-        // first, so the table's writes keep their order.
+        // A new row (no entries in the log, its key once in the page: the rule's `create` with
+        // nothing to weigh) is inserted with the page's next new rows by one statement
+        // (PageLog.insert); a change of any other kind writes them first, so the table's writes
+        // keep their order.
         if let page, probesByInserting, let slot, !page.isRepeated(slot), unknown.isEmpty, row.versions.isEmpty {
             try page.insert(known, into: target, db)
             try record("")
@@ -377,13 +378,15 @@ extension ChangeLog {
             return
         }
         try page?.writeRows(db)
-        switch change.operation {
+        // An insert that probes by inserting does not know yet whether its row is present: it is
+        // weighed as absent, and again as present if the insert finds the row.
+        var verdict = MergeRule.verdict(
+            of: change.operation, at: incoming, row: versions, isPresent: row.exists == true)
+        switch verdict {
+        case .superseded:
+            outcome.superseded += 1
+            return
         case .delete:
-            // Delete wins over updates of the row; only a newer insert brings it back.
-            guard incoming > (created ?? .oldest), incoming > (deleted ?? .oldest) else {
-                outcome.superseded += 1
-                return
-            }
             if row.exists == true {
                 try lookups.deletedParents.noteDeleting(
                     target.definition.name, keyColumns: target.keyColumns, keyValues: keyValues, db)
@@ -396,9 +399,8 @@ extension ChangeLog {
             // The delete drops the row's column versions, as the server drops a deleted row's cells
             // (Protocol/README.md §8.2 rule 4): one newer than the delete (an update concurrent with
             // it, applied before it) would otherwise keep an older update out of the row inserted
-            // again here and not on a site that applied the delete first. Those older than the
-            // delete count as none anyway (rule 8, below). A local one still queued goes with them:
-            // its row is gone, so the push would pass it over.
+            // again here and not on a site that applied the delete first. A local one still queued
+            // goes with them: its row is gone, so the push would pass it over.
             if row.versions.keys.contains(where: { $0 != "" && $0 != "-" }) {
                 // The delete's own entry first, so that it takes the newest place: dropping the
                 // newest entries before it was written would lower the newest place, and a local
@@ -410,20 +412,12 @@ extension ChangeLog {
                 if let slot { page?.forgetColumnVersions(slot: slot) }
             }
             outcome.applied += 1
-        case .insert, .update:
-            if change.operation == .update, isDeleted {
-                outcome.superseded += 1
-                return
-            }
-            if change.operation == .insert, let deleted, deleted > incoming {
-                outcome.superseded += 1
-                return
-            }
-            if change.operation == .update, row.exists == false {
-                try stash(change, reason: "row not present yet", db)
-                outcome.stashed += 1
-                return
-            }
+            return
+        case .waitForRow:
+            try stash(change, reason: "row not present yet", db)
+            outcome.stashed += 1
+            return
+        case .create:
             // A row with live versions and not in its table waits in the stash for its parent (or
             // was removed without being recorded): an insert of its key (the same one delivered
             // again, Protocol §10.3) waits behind it, to merge with it by versions once it is
@@ -431,9 +425,7 @@ extension ChangeLog {
             // unknown to this schema are stashed already (above), once. Not while the stash itself
             // is applied: it was emptied first. The stash's keys are read once per batch, before
             // the insert probes for the row.
-            if change.operation == .insert, created != nil, !isDeleted, row.exists != true,
-                try waitsInStash(target, keyValues, lookups, db)
-            {
+            if versions.created != nil, !versions.isDeleted, try waitsInStash(target, keyValues, lookups, db) {
                 var behind = change
                 behind.columns = change.columns.filter { unknown[$0.key] == nil }
                 try stash(behind, reason: "its row waits in the stash for its parent", db)
@@ -442,56 +434,54 @@ extension ChangeLog {
             }
             // The insert itself tells whether the row was present; a present row is left as it
             // is, and merged below.
-            if change.operation == .insert, row.exists != true {
-                if try target.write(.insert, known, keyValues: [], db) {
-                    // A row back from waiting for its parent keeps its entry as it was (a local one
-                    // still to be pushed stays so).
-                    if created != incoming {
-                        try record("")
-                    }
-                    outcome.applied += 1
-                    return
+            if try target.write(.insert, known, keyValues: [], db) {
+                // A row back from waiting for its parent keeps its entry as it was (a local one
+                // still to be pushed stays so).
+                if versions.created != incoming {
+                    try record("")
                 }
-            }
-            if change.operation == .insert, incoming > (created ?? .oldest) {
-                try record("")
-            }
-            var winners = [DatabaseValue?](repeating: nil, count: known.count)
-            var anyWinner = false
-            for (position, value) in known.enumerated() {
-                guard let value, !target.isKey[position] else { continue }
-                let name = target.definition.columns[position].name
-                // A column's version older than the row's delete is void (Protocol/README.md §8.2
-                // rule 8): a delete applied here dropped them (above), but a row deleted by this
-                // device keeps them (its delete is recorded, not merged). The row's creation since
-                // dates the column, so an update older than the delete does not write into the row
-                // inserted again, as on a site that merged the delete. So is a version at clock 0:
-                // no change is made at clock 0 but the oldest-possible ones, and a purged database
-                // leaves the versions of the edits it lost there (StoreIdentity), where no other
-                // site holds one. Counted, such a version would let an insert older than the row's
-                // creation (a device re-recording its rows as the oldest changes) write the column
-                // here alone.
-                if let local = row.versions[name], local > (deleted ?? .oldest), local.clock != .zero {
-                    guard incoming > local else { continue }
-                } else {
-                    // No change of this column yet (or none since the delete): the row's creation
-                    // dates it. The same version is the same change, e.g. a column of an insert
-                    // that waited in the stash for the migration that added the column.
-                    guard incoming >= (created ?? .oldest) else { continue }
-                }
-                winners[position] = value
-                anyWinner = true
-            }
-            guard anyWinner else {
-                outcome.superseded += 1
+                outcome.applied += 1
                 return
             }
-            try target.write(.update, winners, keyValues: keyValues, db)
-            for (position, value) in winners.enumerated() where value != nil {
-                try record(target.definition.columns[position].name)
-            }
-            outcome.applied += 1
+            verdict = MergeRule.verdict(of: .insert, at: incoming, row: versions, isPresent: true)
+        case .merge:
+            break
         }
+        // A newer creation dates again the columns the old one dated.
+        var redated: [String] = []
+        if verdict == .merge(newCreation: true) {
+            try record("")
+            for (name, version) in row.versions
+            where name != "" && name != "-" && MergeRule.isDatedByCreation(version, row: versions) {
+                redated.append(name)
+            }
+        }
+        var winners = [DatabaseValue?](repeating: nil, count: known.count)
+        var anyWinner = false
+        for (position, value) in known.enumerated() {
+            guard let value, !target.isKey[position] else { continue }
+            // A version older than the row's delete dates the row's life before it: a delete
+            // applied here dropped them (above), but a row deleted by this device keeps them (its
+            // delete is recorded, not merged). A version at clock 0 is one a purged database left
+            // for the edits it lost (StoreIdentity); the rule counts neither.
+            let name = target.definition.columns[position].name
+            guard MergeRule.writesColumn(at: incoming, over: row.versions[name], row: versions) else { continue }
+            winners[position] = value
+            anyWinner = true
+        }
+        for name in redated {
+            let written = winners.indices.contains { winners[$0] != nil && target.definition.columns[$0].name == name }
+            if !written { try record(name) }
+        }
+        guard anyWinner else {
+            outcome.superseded += 1
+            return
+        }
+        try target.write(.update, winners, keyValues: keyValues, db)
+        for (position, value) in winners.enumerated() where value != nil {
+            try record(target.definition.columns[position].name)
+        }
+        outcome.applied += 1
     }
 
     /// Names from the wire are refused unless they are plain identifiers, even before they are
@@ -512,27 +502,16 @@ extension ChangeLog {
         (65...90).contains(byte) || (97...122).contains(byte) || byte == 95
     }
 
-    /// A clock and the site that issued it: the order last-writer-wins uses.
-    struct Version: Comparable {
-        static let oldest = Version(clock: .zero, siteID: Data())
-        var clock: HybridTimestamp
-        var siteID: Data
-        static func < (lhs: Version, rhs: Version) -> Bool {
-            lhs.clock != rhs.clock ? lhs.clock < rhs.clock : lhs.siteID.lexicographicallyPrecedes(rhs.siteID)
-        }
-    }
-
     static func loggedKey(_ values: [DatabaseValue]) -> DatabaseValue {
         values.count == 1 ? values[0] : .text(values.map(\.sqlLiteral).joined(separator: ","))
     }
 
-    func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> Version? {
+    func version(_ tableID: Int, _ key: DatabaseValue, _ column: String, _ db: Database) throws -> ChangeVersion? {
         try db.cachedStatement(Self.versionSQL).withFirstRow(binding: [.integer(Int64(tableID)), key, .text(column)]) {
             row in
             guard let row else { return nil }
-            return Version(
-                clock: HybridTimestamp(packed: try row.decode(at: 0)) ?? .zero,
-                siteID: try row.decode(Data?.self, at: 1) ?? identity.siteID)
+            return ChangeVersion(
+                clock: try row.decode(at: 0), site: try row.decode(Data?.self, at: 1) ?? identity.siteID)
         }
     }
 
@@ -573,7 +552,7 @@ extension ChangeLog {
     private func rowState(
         _ target: AppliedTable, _ keyValues: [DatabaseValue], _ tableID: Int, _ key: DatabaseValue,
         existence: Bool, _ db: Database
-    ) throws -> (exists: Bool?, versions: [String: Version]) {
+    ) throws -> (exists: Bool?, versions: [String: ChangeVersion]) {
         let statement = try existence ? target.rowStateStatement(db) : target.versionsStatement(db)
         defer { statement.reset() }
         let keyCount = existence ? keyValues.count : 0
@@ -585,7 +564,7 @@ extension ChangeLog {
         // The entry columns follow the existence column when there is one.
         let first = existence ? 1 : 0
         var exists: Bool? = existence ? false : nil
-        var versions: [String: Version] = [:]
+        var versions: [String: ChangeVersion] = [:]
         while try statement.step(arguments: nil) {
             if existence { exists = try statement.value(at: 0) == .integer(1) }
             // A row without entries comes as one row of NULLs (the outer join): nothing follows.
@@ -598,7 +577,9 @@ extension ChangeLog {
     /// A log entry's column name and version from the current row of `statement`, whose columns
     /// from `first` are `columnName, clock, siteID` (the site's id, NULL for this device); nil
     /// when there is no entry there.
-    private func loggedVersion(_ statement: Statement, at first: Int) throws -> (column: String, version: Version)? {
+    private func loggedVersion(_ statement: Statement, at first: Int) throws -> (
+        column: String, version: ChangeVersion
+    )? {
         guard case .text(let column) = try statement.value(at: first),
             case .integer(let clock) = try statement.value(at: first + 1)
         else { return nil }
@@ -608,7 +589,7 @@ extension ChangeLog {
         } else {
             siteID = identity.siteID
         }
-        return (column, Version(clock: HybridTimestamp(packed: clock) ?? .zero, siteID: siteID))
+        return (column, ChangeVersion(clock: clock, site: siteID))
     }
 
     /// The log's entries for every row of the page (its distinct keys, which ``prepare(_:)``
@@ -621,7 +602,7 @@ extension ChangeLog {
     /// See <https://www.sqlite.org/json1.html#jeach>.
     private func readPageLog(_ batch: PreparedChanges, _ db: Database) throws -> PageLog {
         let rows = batch.rows
-        var versions = [[String: Version]](repeating: [:], count: rows.repeated.count)
+        var versions = [[String: ChangeVersion]](repeating: [:], count: rows.repeated.count)
         for table in rows.keys {
             // A table the log has no number for has no entries yet (the number is made when the
             // first one is written).
@@ -653,7 +634,7 @@ extension ChangeLog {
         """
 
     private static func recordVersion(
-        _ statement: Statement, _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp,
+        _ statement: Statement, _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: ChangeClock,
         _ site: Int
     ) throws {
         try statement.bind(.integer(Int64(tableID)), toParameter: 1)
@@ -665,7 +646,7 @@ extension ChangeLog {
     }
 
     func recordVersion(
-        _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: HybridTimestamp, _ site: Int, _ db: Database
+        _ tableID: Int, _ key: DatabaseValue, _ column: String, _ clock: ChangeClock, _ site: Int, _ db: Database
     ) throws {
         try Self.recordVersion(db.cachedStatement(Self.recordVersionSQL), tableID, key, column, clock, site)
     }
@@ -859,7 +840,7 @@ private final class PageLog {
         var tableID: Int
         var key: DatabaseValue
         var column: String
-        var clock: HybridTimestamp
+        var clock: ChangeClock
         var site: Int
     }
 
@@ -867,7 +848,7 @@ private final class PageLog {
     /// read from the log when it applies.
     let slots: [Int?]
     /// Per row, its versions by column name.
-    @exclusivity(unchecked) private(set) var versions: [[String: ChangeLog.Version]]
+    @exclusivity(unchecked) private(set) var versions: [[String: ChangeVersion]]
     /// Per row, whether more than one change of the page changes it: only then do its versions
     /// follow what the page records.
     private let repeated: [Bool]
@@ -880,7 +861,7 @@ private final class PageLog {
     /// The arguments of the entries' writes, reused from one to the next.
     @exclusivity(unchecked) private var arguments = BulkArguments()
 
-    init(slots: [Int?], versions: [[String: ChangeLog.Version]], repeated: [Bool]) {
+    init(slots: [Int?], versions: [[String: ChangeVersion]], repeated: [Bool]) {
         self.slots = slots
         self.versions = versions
         self.repeated = repeated
@@ -890,7 +871,7 @@ private final class PageLog {
     /// Keeps an entry to write; a new one (of a key and column the log and the page have none of)
     /// is written with the other new ones, after which the others update what they find. A row
     /// changed again later in the page sees it in its ``versions``.
-    func record(_ entry: Entry, slot: Int?, version: ChangeLog.Version) {
+    func record(_ entry: Entry, slot: Int?, version: ChangeVersion) {
         guard let slot else {
             otherEntries.append(entry)
             return

@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStoreSQLite
+import SyncProtocol
 
 extension ChangeLog {
     /// Re-stamps the local changes this device wrote while its wall clock ran ahead, so they and
@@ -45,7 +46,7 @@ extension ChangeLog {
                     SELECT max(coalesce((SELECT max(clock) FROM \(identifier: meta).ostore_changes WHERE clock <= \(bound)), 0),
                         coalesce((SELECT lastClock FROM \(identifier: meta).ostore_store WHERE lastClock <= \(bound)), 0))
                     """) ?? 0
-            clock.reset(to: HybridTimestamp(packed: newestWithin) ?? .zero)
+            clock.reset(to: ChangeClock(packed: newestWithin) ?? .zero)
             if !stampedAhead.isEmpty {
                 // Readings one apart from one taken now, as the clock issues them within a
                 // millisecond: the counter is the packed value's low bits, so adding one borrows
@@ -60,7 +61,7 @@ extension ChangeLog {
                         FROM \(identifier: meta).ostore_changes WHERE site = 0 AND clock > \(bound)) AS moved
                     WHERE ostore_changes.seq = moved.old
                     """)
-                clock.catchUp(to: HybridTimestamp(packed: start + Int64(stampedAhead.count) - 1) ?? .zero)
+                clock.catchUp(to: ChangeClock(packed: start + Int64(stampedAhead.count) - 1) ?? .zero)
                 // Their refusals: the changes are queued again.
                 let restamped = "[" + stampedAhead.map(String.init).joined(separator: ",") + "]"
                 try db.execute(
@@ -76,7 +77,7 @@ extension ChangeLog {
                     + "pushed, as the server refuses clocks that far ahead of its own",
                 metadata: [
                     "path": db.path, "restamped": "\(stampedAhead.count)",
-                    "aheadOf": "\(HybridTimestamp(packed: bound) ?? .zero)", "newestNow": "\(clock.lastIssued)",
+                    "aheadOf": "\(ChangeClock(packed: bound) ?? .zero)", "newestNow": "\(clock.lastIssued)",
                 ])
             return stampedAhead.count
         }

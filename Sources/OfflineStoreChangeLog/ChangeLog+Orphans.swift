@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// How the connection's foreign keys stand while a batch applies (``ChangeLog/withoutForeignKeyActions(_:_:)``).
 enum ForeignKeyMode {
@@ -257,12 +258,13 @@ extension ChangeLog {
             outcome.applied += 1
         } else if let row {
             let values = try row.valuesByColumnName()
-            let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
+            let created =
+                try version(childID, Self.loggedKey(childKey), "", db) ?? ChangeVersion(clock: 0, site: Data())
             try stash(
                 RemoteChange(
                     table: link.child, primaryKey: Dictionary(uniqueKeysWithValues: zip(link.childKey, childKey)),
-                    operation: .insert, columns: values, clock: created.clock,
-                    siteID: created.siteID.isEmpty ? identity.siteID : created.siteID),
+                    operation: .insert, columns: values, clock: ChangeClock(packed: created.clock) ?? .zero,
+                    siteID: created.site.isEmpty ? identity.siteID : created.site),
                 reason: "parent row in \(link.parent) not present yet", db)
             // The row's versions stay: it comes back as it was, and a change older than one of
             // its columns, arriving meanwhile, stays superseded.

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// A store's change log on one connection: the metadatabase attached, the app's migrations run,
 /// the tracking triggers installed for the schema the database is at, and the queue of local
@@ -184,8 +185,8 @@ enum ClockRegistry {
     }()
 
     /// The newest clock the store's files hold (``newestSQL``).
-    private static func newest(_ db: Database) throws -> HybridTimestamp {
-        try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(HybridTimestamp.init(packed:)) ?? .zero
+    private static func newest(_ db: Database) throws -> ChangeClock {
+        try db.fetchValue(Int64.self, SQL(sql: newestSQL)).flatMap(ChangeClock.init(packed:)) ?? .zero
     }
 
     /// Moves `clock` past the newest clock the store's files hold, which another process may have

@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// Reads a store's change log from its two files alone, without the app's code or migration plan:
 /// for tools such as `ostore log` and `ostore status`, and for an app that wants to show its queue.
@@ -115,7 +116,7 @@ public enum ChangeLogReader {
                     site: site == 0
                         ? record.siteID
                         : remoteSite.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "#\(site)",
-                    clock: HybridTimestamp(packed: try row.decode(at: 2)) ?? .zero, table: table, key: key,
+                    clock: ChangeClock(packed: try row.decode(at: 2)) ?? .zero, table: table, key: key,
                     operation: operation, columns: operation == .update ? [columnName] : [],
                     isPending: sequence.map { $0 > record.pushedSequence } ?? false))
             remaining = remaining.map { $0 - 1 }

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// Installs the change log's TEMP triggers on a connection: after INSERT, UPDATE and DELETE on
 /// every synced table of a schema, they append to the change journal in the attached metadatabase
@@ -56,7 +57,7 @@ public enum ChangeTracker {
         try db.installChangeTrackingFunctions(
             clockSource: (Metadatabase.schemaName, ClockRegistry.newestSQL), watermarkWriterSQL: watermarkWriterSQL
         ) { floor in
-            if floor > 0, let newest = HybridTimestamp(packed: floor) { clock.catchUp(to: newest) }
+            if floor > 0, let newest = ChangeClock(packed: floor) { clock.catchUp(to: newest) }
             return clock.now().packed
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// The store's hybrid logical clock: every reading is later than every reading before it, even
 /// when the wall clock steps backwards, and later than every clock received from another site.
@@ -29,7 +30,7 @@ public final class HybridLogicalClock: Sendable {
     ///   - lastIssued: the latest reading this store ever issued or received (persisted).
     ///   - wallClock: milliseconds since 1970; tests pass a fake one.
     public init(
-        lastIssued: HybridTimestamp, maximumDrift: Duration = defaultMaximumDrift,
+        lastIssued: ChangeClock, maximumDrift: Duration = defaultMaximumDrift,
         wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
         self.maximumDrift = maximumDrift
@@ -38,20 +39,20 @@ public final class HybridLogicalClock: Sendable {
     }
 
     /// The latest reading issued or received.
-    public var lastIssued: HybridTimestamp { state.withLock { $0 } }
+    public var lastIssued: ChangeClock { state.withLock { $0 } }
 
     /// A new reading, later than every earlier one.
-    public func now() -> HybridTimestamp {
+    public func now() -> ChangeClock {
         let wall = wallMilliseconds()
         return state.withLock { last in
-            let next: HybridTimestamp
+            let next: ChangeClock
             if wall > last.milliseconds {
-                next = HybridTimestamp(milliseconds: wall, counter: 0)
-            } else if last.counter < HybridTimestamp.maximumCounter {
-                next = HybridTimestamp(milliseconds: last.milliseconds, counter: last.counter + 1)
+                next = ChangeClock(validMilliseconds: wall, counter: 0)
+            } else if last.counter < ChangeClock.maximumCounter {
+                next = ChangeClock(validMilliseconds: last.milliseconds, counter: last.counter + 1)
             } else {
                 // 65,536 readings in one millisecond: borrow the next millisecond.
-                next = HybridTimestamp(milliseconds: last.milliseconds + 1, counter: 0)
+                next = ChangeClock(validMilliseconds: last.milliseconds + 1, counter: 0)
             }
             last = next
             return next
@@ -61,15 +62,15 @@ public final class HybridLogicalClock: Sendable {
     /// The latest clock reading this machine can have issued with a right wall clock, or accepted
     /// from another site: its wall clock now plus ``maximumDrift``. A local change stamped beyond
     /// it was stamped while the wall clock ran ahead (see ``ChangeLog/restampClocksAhead(_:)``).
-    public var driftBound: HybridTimestamp { driftBound(wall: wallMilliseconds()) }
+    public var driftBound: ChangeClock { driftBound(wall: wallMilliseconds()) }
 
-    private func driftBound(wall: Int64) -> HybridTimestamp {
-        let bound = min(wall + Int64(maximumDrift.components.seconds) * 1000, HybridTimestamp.maximumMilliseconds)
-        return HybridTimestamp(milliseconds: bound, counter: HybridTimestamp.maximumCounter)
+    private func driftBound(wall: Int64) -> ChangeClock {
+        let bound = min(wall + Int64(maximumDrift.components.seconds) * 1000, ChangeClock.maximumMilliseconds)
+        return ChangeClock(validMilliseconds: bound, counter: ChangeClock.maximumCounter)
     }
 
     /// The wall clock in the range a reading can hold.
-    private func wallMilliseconds() -> Int64 { min(max(wallClock(), 0), HybridTimestamp.maximumMilliseconds) }
+    private func wallMilliseconds() -> Int64 { min(max(wallClock(), 0), ChangeClock.maximumMilliseconds) }
 
     /// Moves the clock past `persisted`, the newest reading this store's files hold (another
     /// process of the same store issued or received it): no drift bound, as it was checked when it
@@ -77,7 +78,7 @@ public final class HybridLogicalClock: Sendable {
     /// newest is not: this process issued it while the machine's wall clock ran ahead, and
     /// ``ChangeLog/restampClocksAhead(_:)`` has since re-stamped what the files held of that time,
     /// so the clock goes back to the files' newest instead of stamping the next write out of reach.
-    func catchUp(to persisted: HybridTimestamp) {
+    func catchUp(to persisted: ChangeClock) {
         let bound = driftBound
         state.withLock { last in
             if persisted > last || (last > bound && persisted <= bound) { last = persisted }
@@ -86,14 +87,14 @@ public final class HybridLogicalClock: Sendable {
 
     /// Sets the clock back to `reading`: only for ``ChangeLog/restampClocksAhead(_:)``, which
     /// re-stamps every stored reading after it in the same transaction.
-    func reset(to reading: HybridTimestamp) {
+    func reset(to reading: ChangeClock) {
         state.withLock { last in last = reading }
     }
 
     /// Takes a clock from another site into account, so later local readings order after it.
     /// Throws ``ChangeLogError`` (`.clockTooFarInFuture`) beyond the drift bound; the clock is
     /// then unchanged.
-    public func receive(_ remote: HybridTimestamp) throws(ChangeLogError) {
+    public func receive(_ remote: ChangeClock) throws(ChangeLogError) {
         let wall = wallMilliseconds()
         guard remote <= driftBound(wall: wall) else {
             throw ChangeLogError(
@@ -115,11 +116,11 @@ public final class HybridLogicalClock: Sendable {
 /// false races on it on Linux.)
 private final class LockedState: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: HybridTimestamp
+    private var value: ChangeClock
 
-    init(_ value: HybridTimestamp) { self.value = value }
+    init(_ value: ChangeClock) { self.value = value }
 
-    func withLock<Result>(_ body: (inout HybridTimestamp) -> Result) -> Result {
+    func withLock<Result>(_ body: (inout ChangeClock) -> Result) -> Result {
         lock.withLock { body(&value) }
     }
 }

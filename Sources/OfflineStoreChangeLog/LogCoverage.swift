@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// Makes sure every committed row change of a synced table is in the change log, even when the
 /// TEMP triggers did not see it:
@@ -254,7 +255,7 @@ extension ChangeLog {
 
     /// Records every row of every synced table as inserted now, and every row the log believes
     /// exists but the table lacks as deleted.
-    private func rescanAll(_ db: Database, clock: HybridTimestamp) throws -> Int {
+    private func rescanAll(_ db: Database, clock: ChangeClock) throws -> Int {
         var recorded = 0
         for table in schema.tables where table.sync == .synced {
             let keyColumns = ChangeTracker.keyColumns(of: table)
@@ -290,7 +291,7 @@ extension ChangeLog {
 
     /// Appended to the journal, as the triggers record a change.
     private func recordLocal(
-        _ db: Database, tableID: Int, key: DatabaseValue, marker: String, clock: HybridTimestamp
+        _ db: Database, tableID: Int, key: DatabaseValue, marker: String, clock: ChangeClock
     ) throws {
         try db.cachedStatement(Self.recordLocalSQL).run(
             binding: [.integer(Int64(tableID)), key, .text(marker), .integer(clock.packed)])

@@ -1,4 +1,5 @@
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// One entry of a store's change log as ``ChangeLogReader`` reads it from the files alone: which
 /// row of which table changed, how, when and where. Unlike ``PendingChange`` it carries no values
@@ -18,7 +19,7 @@ public struct LoggedChange: Sendable, Hashable {
     /// for changes from other sites the log's number for that site as `#N`, since this version of
     /// the metadatabase records no ids of other sites.
     public var site: String
-    public var clock: HybridTimestamp
+    public var clock: ChangeClock
     public var table: String
     /// The primary-key values in key order: one value for a one-column key, one per column for a
     /// composite key.
@@ -30,7 +31,7 @@ public struct LoggedChange: Sendable, Hashable {
     public var isPending: Bool
 
     public init(
-        sequence: Int64?, site: String, clock: HybridTimestamp, table: String, key: [DatabaseValue],
+        sequence: Int64?, site: String, clock: ChangeClock, table: String, key: [DatabaseValue],
         operation: PendingChange.Operation, columns: [String], isPending: Bool
     ) {
         self.sequence = sequence

@@ -1,5 +1,6 @@
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// A pending change as the queue reads it, its values by position: what
 /// ``ChangeLog/pendingChanges(_:after:limit:_:)`` hands a caller that converts changes into its own
@@ -15,7 +16,7 @@ package struct PendingEntry {
     /// delete) and their values as they are now, in the same order.
     package var columns: [String]
     package var values: [DatabaseValue]
-    package var clock: HybridTimestamp
+    package var clock: ChangeClock
 }
 
 /// What reading one batch of the queue keeps per table: its definition and key, and the statement
@@ -223,7 +224,7 @@ final class PendingTable {
         }
         let entry = PendingEntry(
             sequence: sequence, table: definition.name, keyColumns: keyColumns, keyValues: keyValues,
-            operation: .delete, columns: [], values: [], clock: HybridTimestamp(packed: packed) ?? .zero)
+            operation: .delete, columns: [], values: [], clock: ChangeClock(packed: packed) ?? .zero)
         return (entry, columnName)
     }
 

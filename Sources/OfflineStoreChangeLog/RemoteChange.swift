@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// A change made at another site, as the sync engine hands it to ``ChangeLog/apply(_:to:)``.
 ///
@@ -14,13 +15,13 @@ public struct RemoteChange: Sendable, Hashable, Codable {
     public var operation: PendingChange.Operation
     /// For an insert every column, for an update the changed columns, empty for a delete.
     public var columns: [String: DatabaseValue]
-    public var clock: HybridTimestamp
+    public var clock: ChangeClock
     /// The 16-byte id of the site that made the change.
     public var siteID: Data
 
     public init(
         table: String, primaryKey: [String: DatabaseValue], operation: PendingChange.Operation,
-        columns: [String: DatabaseValue], clock: HybridTimestamp, siteID: Data
+        columns: [String: DatabaseValue], clock: ChangeClock, siteID: Data
     ) {
         self.table = table
         self.primaryKey = primaryKey
@@ -47,7 +48,7 @@ public struct RemoteChange: Sendable, Hashable, Codable {
         primaryKey = try container.decode([String: TaggedValue].self, forKey: .primaryKey).mapValues(\.value)
         operation = try container.decode(PendingChange.Operation.self, forKey: .operation)
         columns = try container.decode([String: TaggedValue].self, forKey: .columns).mapValues(\.value)
-        clock = try container.decode(HybridTimestamp.self, forKey: .clock)
+        clock = try container.decode(ChangeClock.self, forKey: .clock)
         siteID = try container.decode(Data.self, forKey: .siteID)
     }
 
@@ -61,8 +62,6 @@ public struct RemoteChange: Sendable, Hashable, Codable {
         try container.encode(siteID, forKey: .siteID)
     }
 }
-
-extension PendingChange.Operation: Codable {}
 
 /// A value with its storage class, for the stash: 64-bit integers as decimal strings (JSON
 /// numbers lose precision past 2^53), blobs as base64.

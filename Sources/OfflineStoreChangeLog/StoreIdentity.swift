@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// Who a store is: a store id shared by the user's database and its metadatabase (so a
 /// metadatabase is never used with another store's file), and the site id of this device (the
@@ -33,7 +34,7 @@ public struct StoreIdentity: Sendable, Hashable {
     public var siteID: Data
     public var state: State
     /// The clock's persisted high-water mark.
-    public var lastClock: HybridTimestamp
+    public var lastClock: ChangeClock
 
     static let mainTableName = "ostore_store_identity"
 
@@ -82,7 +83,7 @@ public struct StoreIdentity: Sendable, Hashable {
             }
             return StoreIdentity(
                 storeID: try record.decode(at: 0), siteID: try record.decode(at: 1), state: state,
-                lastClock: HybridTimestamp(packed: try record.decode(at: 2)) ?? .zero)
+                lastClock: ChangeClock(packed: try record.decode(at: 2)) ?? .zero)
         }
     }
 

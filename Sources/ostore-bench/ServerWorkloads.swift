@@ -199,7 +199,7 @@ final class BenchPeer: Sendable {
                             "id": .text(id), "title": .text("item \(seq) of site"), "done": .integer(seq % 2),
                             "position": .real(Double(seq) / 7),
                         ],
-                        clock: ChangeClock(milliseconds: start + seq >> 16, counter: seq & 0xFFFF)!, site: site,
+                        clock: ChangeClock(validMilliseconds: start + seq >> 16, counter: seq & 0xFFFF), site: site,
                         seq: seq))
             }
             let request = PushRequest(

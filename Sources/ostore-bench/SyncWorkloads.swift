@@ -276,7 +276,7 @@ struct SyncWorkloads {
         let lists = inLists ? ListsBenchPlan.listCount : 0
         let listIDs = (0..<lists).map { "00000000-0000-4000-9000-" + String(format: "%012d", $0) }
         func clock(_ place: Int) -> ChangeClock {
-            ChangeClock(milliseconds: base + Int64(place >> 16), counter: Int64(place & 0xFFFF))!
+            ChangeClock(validMilliseconds: base + Int64(place >> 16), counter: Int64(place & 0xFFFF))
         }
         for start in stride(from: 0, to: lists, by: batch) {
             let changes = (start..<min(start + batch, lists)).map { index in

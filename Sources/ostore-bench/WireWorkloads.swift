@@ -79,7 +79,8 @@ struct WireWorkloads {
                     "id": id, "title": .text("Todo #\(index)"), "done": .integer(Int64(index % 2)),
                     "updatedAt": .real(1.7e9 + Double(index)),
                 ],
-                clock: ChangeClock(milliseconds: 1_764_000_000_000 + Int64(index / 16), counter: Int64(index % 16))!,
+                clock: ChangeClock(
+                    validMilliseconds: 1_764_000_000_000 + Int64(index / 16), counter: Int64(index % 16)),
                 site: site, seq: Int64(index + 1))
         }
         return PushRequest(protocolVersion: 1, schemaVersion: SchemaVersion(1, 0), site: site, changes: changes)

@@ -290,6 +290,12 @@ import Testing
             try client.send(HTTPClientRequest(url: Self.url(server, "/"), headers: ["X-Evil": "a\r\nX-Smuggled: 1"]))
         }
         #expect(injected.kind == .invalidRequest && injected.curlCode == nil && !injected.isRetryable)
+        // A control character other than tab is refused as the server refuses it in a response
+        // field (one rule for both, RFC 9110 section 5.5).
+        let control = try #require(throws: TransportError.self) {
+            try client.send(HTTPClientRequest(url: Self.url(server, "/"), headers: ["X-Odd": "a\u{1}b"]))
+        }
+        #expect(control.kind == .invalidRequest)
         let badName = try #require(throws: TransportError.self) {
             try client.send(HTTPClientRequest(url: Self.url(server, "/"), headers: ["Bad Name": "x"]))
         }

@@ -2,6 +2,7 @@ import Foundation
 import OfflineStore
 import RemindersModel
 import SyncClient
+import SyncProtocol
 import TestSupport
 import Testing
 
@@ -16,8 +17,8 @@ struct ProcessesSharingAStoreTests {
         let store = try Store()
         let (alice, carol) = (store.alice, store.carol)
 
-        let aMinuteAhead = HybridTimestamp(
-            milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000, counter: 0)
+        let aMinuteAhead = ChangeClock(
+            validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000, counter: 0)
         try carol.log.clock.receive(aMinuteAhead)
         try carol.db.execute("UPDATE reminders SET title = 'oat milk' WHERE id = 'R'")
         _ = try carol.engine.sync()

@@ -15,6 +15,15 @@ struct ClockSiteVersionTests {
         #expect(ChangeClock(milliseconds: 0, counter: -1) == nil)
     }
 
+    /// The store's readings are this type too: its first reading, and the non-optional path the
+    /// hybrid logical clock takes for parts it keeps in range.
+    @Test func theZeroClockAndInRangePartsNeedNoUnwrapping() {
+        #expect(ChangeClock.zero == ChangeClock("0-0"))
+        #expect(ChangeClock.zero.packed == 0)
+        let last = ChangeClock(validMilliseconds: ChangeClock.maximumMilliseconds, counter: ChangeClock.maximumCounter)
+        #expect(last == ChangeClock("281474976710655-65535"))
+    }
+
     /// The packed form is an unsigned 64-bit number; kept in a signed one (SQLite's INTEGER) it is
     /// ordered and invertible while milliseconds stay below 2^47, the year 6429.
     @Test func packedClocksAreNonNegativeAndOrderedBelowTwoToTheFortySevenMilliseconds() throws {
@@ -95,9 +104,9 @@ struct ClockSiteVersionTests {
     }
 
     @Test func schemaVersionsParseCanonicalTextOnly() {
-        #expect(SchemaVersion("1.1.0") == SchemaVersion(1, 1, 0))
-        #expect(SchemaVersion("0.0.0") == SchemaVersion(0, 0, 0))
-        #expect(SchemaVersion("999999999.0.10")?.major == 999_999_999)
+        // Through the parser: a bare literal argument would be the literal initialiser.
+        let parsed = ["1.1.0", "0.0.0", "999999999.0.10"].map { SchemaVersion($0) }
+        #expect(parsed == [SchemaVersion(1, 1, 0), SchemaVersion(0, 0, 0), SchemaVersion(999_999_999, 0, 10)])
         for text in [
             "", "1", "1.1", "1.1.0.0", "01.1.0", "1.01.0", "1.1.00", "v1.1.0", "1.1.0-beta", "1.-1.0", "+1.1.0",
             "1..0", "1000000000.0.0", " 1.1.0", "1.1.0 ",
@@ -113,6 +122,16 @@ struct ClockSiteVersionTests {
         ]
         for (earlier, later) in zip(versions, versions.dropFirst()) { #expect(earlier < later) }
         // Not text order: "1.10.0" sorts before "1.2.0" as text.
-        #expect(SchemaVersion("1.10.0")! > SchemaVersion("1.2.0")!)
+        #expect(SchemaVersion("1.10.0") > SchemaVersion("1.2.0"))
+    }
+
+    /// What a schema declares is a literal of this type (`Schema.Version` in the store).
+    @Test func schemaVersionLiteralsAndJSONUseTheCanonicalText() throws {
+        let literal: SchemaVersion = "1.10.0"
+        #expect(literal == SchemaVersion(1, 10, 0))
+        let json = try JSONEncoder().encode(literal)
+        #expect(String(decoding: json, as: UTF8.self) == "\"1.10.0\"")
+        #expect(try JSONDecoder().decode(SchemaVersion.self, from: json) == literal)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(SchemaVersion.self, from: Data("\"1.1\"".utf8)) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 import Testing
 
 @testable import SyncServer

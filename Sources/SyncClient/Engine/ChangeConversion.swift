@@ -9,8 +9,8 @@ extension Change {
     init(_ entry: PendingEntry, site: SiteID) {
         self.init(
             table: entry.table, key: Self.wireValues(entry.keyColumns, entry.keyValues),
-            op: Operation(rawValue: entry.operation.rawValue)!, columns: Self.wireValues(entry.columns, entry.values),
-            clock: ChangeClock(packed: entry.clock.packed)!, site: site, seq: entry.sequence)
+            op: entry.operation, columns: Self.wireValues(entry.columns, entry.values),
+            clock: entry.clock, site: site, seq: entry.sequence)
     }
 
     /// Values by name (a table's column names are unique, so each is set once).
@@ -26,9 +26,9 @@ extension RemoteChange {
     init(_ change: Change) {
         self.init(
             table: change.table, primaryKey: change.key.mapValues(\.databaseValue),
-            operation: PendingChange.Operation(rawValue: change.op.rawValue)!,
+            operation: change.op,
             columns: change.columns.mapValues(\.databaseValue),
-            clock: HybridTimestamp(milliseconds: change.clock.milliseconds, counter: change.clock.counter),
+            clock: change.clock,
             siteID: change.site.bytes)
     }
 }
@@ -36,11 +36,10 @@ extension RemoteChange {
 extension SchemaDescription {
     /// What a store announces: its version, fingerprint and synced tables with their columns.
     init(_ schema: SchemaSnapshot) {
-        let version = schema.version ?? Schema.Version(0, 0)
         var tables: [String: [String]] = [:]
         for table in schema.tables where table.sync == .synced { tables[table.name] = table.columns.map(\.name) }
         self.init(
-            version: SchemaVersion(version.major, version.minor, version.patch), fingerprint: schema.fingerprint,
+            version: schema.version ?? SchemaVersion(0, 0), fingerprint: schema.fingerprint,
             tables: tables)
     }
 }

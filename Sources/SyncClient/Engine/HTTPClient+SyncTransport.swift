@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// The libcurl client is the engine's transport: the POST goes out on a reused handle of its
 /// pool (one per request in flight, ``HTTPClient/Configuration/maxConcurrentRequests``),
@@ -8,7 +9,7 @@ extension HTTPClient: SyncTransport {
     public var maxConcurrentRequests: Int { max(1, configuration.maxConcurrentRequests) }
 
     public func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
-        var fields = HTTPClientHeaders()
+        var fields = HTTPHeaders()
         for (name, value) in headers { fields[name] = value }
         let response: HTTPClientResponse
         do {

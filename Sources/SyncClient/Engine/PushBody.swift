@@ -32,7 +32,7 @@ enum PushBody {
                 let columns = columnOrder.order(of: entry.columns)
                 let key = keyOrder.order(of: entry.keyColumns)
                 try writer.writeChange(
-                    clock: ChangeClock(packed: entry.clock.packed)!,
+                    clock: entry.clock,
                     columns: { writer in
                         try writer.writeMembers(count: columns.count) { member in
                             (entry.columns[columns[member]], WireValue(entry.values[columns[member]]))
@@ -42,7 +42,7 @@ enum PushBody {
                         try writer.writeMembers(count: key.count) { member in
                             (entry.keyColumns[key[member]], WireValue(entry.keyValues[key[member]]))
                         }
-                    }, op: Change.Operation(rawValue: entry.operation.rawValue)!, seq: entry.sequence, site: site,
+                    }, op: entry.operation, seq: entry.sequence, site: site,
                     table: entry.table)
             }
         } catch {

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import SyncProtocol
 
 /// An HTTP/1.1 client over libcurl that keeps its connections alive across requests.
 ///
@@ -96,18 +97,20 @@ public final class HTTPClient: @unchecked Sendable {
     public func send(_ request: HTTPClientRequest) throws(TransportError) -> HTTPClientResponse {
         let method = request.method.rawValue
         let url = request.url
-        guard HTTPClientHeaders.isValidName(method) else {
+        guard HTTPHeaders.isToken(method) else {
             throw .refused("the method is not an HTTP token", method: String(method.prefix(32)), url: url)
         }
         var headers = request.headers
         for field in headers.fields {
-            guard HTTPClientHeaders.isValidName(field.name) else {
+            guard HTTPHeaders.isToken(field.name) else {
                 throw .refused(
                     "a header name is not an HTTP token: \(field.name.prefix(64).debugDescription)", method: method,
                     url: url)
             }
-            guard HTTPClientHeaders.isValidValue(field.value) else {
-                throw .refused("the value of header \(field.name) holds a line break or NUL", method: method, url: url)
+            guard HTTPHeaders.isFieldValue(field.value) else {
+                throw .refused(
+                    "the value of header \(field.name) holds a control character (a line break, NUL, DEL or another but tab)",
+                    method: method, url: url)
             }
         }
         var body = request.body
@@ -129,7 +132,7 @@ public final class HTTPClient: @unchecked Sendable {
 
     /// One transfer on `easy`, which the calling thread holds.
     private func perform(
-        on easy: CurlEasy, method: String, url: URL, headers: HTTPClientHeaders, body: Data
+        on easy: CurlEasy, method: String, url: URL, headers: HTTPHeaders, body: Data
     ) throws(TransportError) -> HTTPClientResponse {
         let collector = TransferCollector(limit: configuration.maxResponseBytes)
         let list = CurlHeaderList()
@@ -183,7 +186,7 @@ public final class HTTPClient: @unchecked Sendable {
     /// Every option of one transfer, from libcurl's defaults (`curl_easy_reset`): nothing set for an
     /// earlier request can leak into this one.
     private func configure(
-        _ easy: CurlEasy, method: String, url: URL, headers: HTTPClientHeaders, body: UnsafeRawBufferPointer,
+        _ easy: CurlEasy, method: String, url: URL, headers: HTTPHeaders, body: UnsafeRawBufferPointer,
         list: CurlHeaderList
     ) throws(CurlSetupFailure) {
         try easy.reset()
@@ -240,7 +243,7 @@ public final class HTTPClient: @unchecked Sendable {
         }
     }
 
-    private func setHeaders(_ headers: HTTPClientHeaders, hasBody: Bool, list: CurlHeaderList, on easy: CurlEasy)
+    private func setHeaders(_ headers: HTTPHeaders, hasBody: Bool, list: CurlHeaderList, on easy: CurlEasy)
         throws(CurlSetupFailure)
     {
         var lines: [String] = []
@@ -276,7 +279,7 @@ extension TransportError {
 private final class TransferCollector {
     let limit: Int
     var body = Data()
-    var headers = HTTPClientHeaders()
+    var headers = HTTPHeaders()
     var exceededLimit = false
     /// Whether the blank line ending the last header block arrived.
     var headersEnded = false
@@ -315,7 +318,7 @@ private func collectHeader(
     let bytes = UnsafeRawBufferPointer(start: data, count: length)
     let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
     if line.hasPrefix("HTTP/") {
-        collector.headers = HTTPClientHeaders()
+        collector.headers = HTTPHeaders()
         collector.headersEnded = false
     } else if line.isEmpty {
         collector.headersEnded = true
@@ -324,7 +327,7 @@ private func collectHeader(
         var fields = collector.headers.fields
         if let last = fields.popLast() {
             fields.append(.init(name: last.name, value: last.value + " " + line.trimmingCharacters(in: .whitespaces)))
-            collector.headers = HTTPClientHeaders(fields)
+            collector.headers = HTTPHeaders(fields)
         }
     } else if let colon = line.firstIndex(of: ":") {
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)

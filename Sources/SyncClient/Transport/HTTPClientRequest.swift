@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// One HTTP request for `HTTPClient.send(_:)`: a method, a URL, header fields and a body.
 ///
@@ -39,12 +40,12 @@ public struct HTTPClientRequest: Sendable, Hashable {
     public var method: Method
     /// An `http` or `https` URL; libcurl refuses every other scheme here.
     public var url: URL
-    public var headers: HTTPClientHeaders
+    public var headers: HTTPHeaders
     /// Sent as is (or gzipped, see `HTTPClient.Configuration.requestCompressionThreshold`); empty
     /// for none.
     public var body: Data
 
-    public init(method: Method = .get, url: URL, headers: HTTPClientHeaders = [:], body: Data = Data()) {
+    public init(method: Method = .get, url: URL, headers: HTTPHeaders = [:], body: Data = Data()) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// What `HTTPClient.send(_:)` received: the final response's status, header fields and body.
 ///
@@ -18,14 +19,14 @@ import Foundation
 public struct HTTPClientResponse: Sendable, Hashable {
     /// The status code, `200`.
     public var status: Int
-    public var headers: HTTPClientHeaders
+    public var headers: HTTPHeaders
     public var body: Data
     /// How many connections libcurl opened for this request (`CURLINFO_NUM_CONNECTS`): 0 when it
     /// reused one kept alive from an earlier request, 1 for a new one.
     /// https://curl.se/libcurl/c/CURLINFO_NUM_CONNECTS.html
     public var newConnections: Int
 
-    public init(status: Int, headers: HTTPClientHeaders = [:], body: Data = Data(), newConnections: Int = 0) {
+    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data(), newConnections: Int = 0) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -5,12 +5,17 @@
 /// ```swift
 /// let clock = ChangeClock("1764000000000-3")!
 /// #expect(ChangeClock(packed: clock.packed) == clock)
+/// #expect(clock == ChangeClock(validMilliseconds: 1_764_000_000_000, counter: 3))
 /// ```
+///
+/// The same type is the store's clock reading: SQLite stores it as the INTEGER ``packed``.
 ///
 /// See Kulkarni et al., "Logical Physical Clocks" (2014).
 public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     public static let maximumMilliseconds: Int64 = (1 << 48) - 1
     public static let maximumCounter: Int64 = (1 << 16) - 1
+    /// The earliest reading, `0-0`: the clock of a store that has issued none.
+    public static let zero = ChangeClock(validMilliseconds: 0, counter: 0)
 
     public let milliseconds: Int64
     public let counter: Int64
@@ -21,6 +26,19 @@ public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomString
         else { return nil }
         self.milliseconds = milliseconds
         self.counter = counter
+    }
+
+    /// A clock from parts the caller keeps in range, such as a hybrid logical clock clamping the
+    /// wall clock; traps when a part is out of range (``init(milliseconds:counter:)`` checks instead).
+    ///
+    /// ```swift
+    /// let next = ChangeClock(validMilliseconds: last.milliseconds, counter: last.counter + 1)
+    /// ```
+    public init(validMilliseconds milliseconds: Int64, counter: Int64) {
+        guard let clock = ChangeClock(milliseconds: milliseconds, counter: counter) else {
+            preconditionFailure("clock \(milliseconds)-\(counter) is out of range (below 2^48 and 2^16)")
+        }
+        self = clock
     }
 
     /// The clock packed into one integer, milliseconds << 16 | counter: as an unsigned 64-bit

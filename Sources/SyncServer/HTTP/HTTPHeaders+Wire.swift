@@ -1,3 +1,5 @@
+import SyncProtocol
+
 extension HTTPHeaders {
     /// The fields as they can be handed to `MHD_add_response_header`, or `nil` when one cannot be sent.
     ///
@@ -20,23 +22,5 @@ extension HTTPHeaders {
             result.append(Field(name: field.name, value: field.value.isEmpty ? " " : field.value))
         }
         return result
-    }
-
-    /// RFC 9110's `token` (one or more `tchar`): what a field name must be, sent or received.
-    static func isToken(_ name: String) -> Bool {
-        !name.isEmpty
-            && name.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"):
-                    return true
-                default:
-                    return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-                }
-            }
-    }
-
-    private static func isFieldValue(_ value: String) -> Bool {
-        value.utf8.allSatisfy { byte in byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
     }
 }

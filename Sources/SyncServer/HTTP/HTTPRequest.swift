@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// One complete HTTP request, as the handler sees it: the body fully received (and decompressed when
 /// it came with `Content-Encoding: gzip`) and never larger than `HTTPServer.Configuration.maxBodyBytes`.

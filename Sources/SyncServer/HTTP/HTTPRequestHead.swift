@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// A request as its headers describe it, before any of its body is read: what
 /// ``HTTPServer/Configuration/admit`` decides on, so a request it refuses costs the server its

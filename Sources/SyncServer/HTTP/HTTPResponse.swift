@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// What a handler answers: a status, header fields and a body.
 ///

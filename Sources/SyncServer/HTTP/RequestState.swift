@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// One request while libmicrohttpd delivers it: what the headers said, the body received so far, and the
 /// refusal decided on the way, if any. Made when the request line arrives (`MHD_OPTION_URI_LOG_CALLBACK`),

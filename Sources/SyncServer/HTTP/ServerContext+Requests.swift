@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import SyncProtocol
 import Synchronization
 
 /// The thread-specific marker set while a handler runs, so `stop()` called from a handler (which would

@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 extension MergedRow {
     /// A row's cells by column name, kept in byte order of the names: the order the packed record
@@ -20,6 +21,17 @@ extension MergedRow {
 
         mutating func reserveCapacity(_ count: Int) {
             entries.reserveCapacity(count)
+        }
+
+        /// Gives the cells whose version `isRedated` picks the version `new`.
+        mutating func redate(to new: ChangeVersion, where isRedated: (ChangeVersion) -> Bool) {
+            for index in entries.indices where isRedated(entries[index].cell.version) {
+                entries[index].cell.version = new
+            }
+        }
+
+        mutating func removeAll(where shouldBeRemoved: (Cell) -> Bool) {
+            entries.removeAll { shouldBeRemoved($0.cell) }
         }
 
         var isEmpty: Bool { entries.isEmpty }

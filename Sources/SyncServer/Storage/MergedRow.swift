@@ -23,52 +23,43 @@ struct MergedRow: Equatable, Sendable {
     var deleted: ChangeVersion?
     var cells: Cells = [:]
 
-    /// A delete newer than the creation (or a delete of a row never inserted) hides the row.
-    var isDeleted: Bool {
-        guard let deleted else { return false }
-        return created.map { deleted > $0 } ?? true
-    }
+    /// The row's versions as the merge rule reads them.
+    var versions: MergeRule.Row { MergeRule.Row(created: created, deleted: deleted) }
 
-    /// Folds one change in by the protocol's merge rule (per-column last-writer-wins; a delete
-    /// wins over updates of the row and only a newer insert brings it back), so a snapshot gives
-    /// a new client what applying the whole log would.
+    /// A delete newer than the creation (or a delete of a row never inserted) hides the row.
+    var isDeleted: Bool { versions.isDeleted }
+
+    /// Folds one change in by the protocol's merge rule (``MergeRule``), so a snapshot gives a new
+    /// client what applying the whole log would. The state has no stash: the columns of an update
+    /// that came before its row's insert are kept as the row's cells, and merged with the insert
+    /// when it comes as a client merges its stash after it.
     mutating func merge(_ change: FoldChange) {
         let incoming = change.version
-        let isLive = created != nil && !isDeleted
-        switch change.op {
+        let row = versions
+        let verdict = MergeRule.verdict(of: change.op, at: incoming, row: row, isPresent: created != nil && !isDeleted)
+        switch verdict {
+        case .superseded:
+            return
         case .delete:
-            let oldest = ChangeVersion(clock: -1, site: Data())
-            guard incoming > (created ?? oldest), incoming > (deleted ?? oldest) else { return }
             deleted = incoming
             cells = [:]
-        case .insert:
-            if let deleted, deleted > incoming { return }
-            if !isLive {
-                // A new row, or one brought back (a delete dropped its cells): every column is
-                // written unless an update that arrived before the insert left a newer value, as
-                // a client applies such an update from its stash after the insert.
-                created = incoming
-                mergeColumns(change, incoming, creation: nil)
-                return
-            }
-            mergeColumns(change, incoming, creation: created)
-            if let created, incoming > created { self.created = incoming }
-        case .update:
-            if isDeleted { return }
-            mergeColumns(change, incoming, creation: created)
+            return
+        case .create:
+            created = incoming
+            cells.removeAll { !MergeRule.waitingColumnStays($0.version, afterCreationAt: incoming) }
+        case .merge(newCreation: true):
+            created = incoming
+        case .waitForRow, .merge(newCreation: false):
+            break
         }
-    }
-
-    private mutating func mergeColumns(_ change: FoldChange, _ incoming: ChangeVersion, creation: ChangeVersion?) {
-        let oldest = creation ?? ChangeVersion(clock: 0, site: Data())
         cells.reserveCapacity(cells.count + change.columns.count)
-        for (name, value) in change.columns {
-            if let cell = cells[name] {
-                guard incoming > cell.version else { continue }
-            } else if incoming < oldest {
-                continue
-            }
+        for (name, value) in change.columns
+        where MergeRule.writesColumn(at: incoming, over: cells[name]?.version, row: row) {
             cells[name] = Cell(value: value, version: incoming)
+        }
+        // The columns the old creation dated and this insert did not write are dated by the new one.
+        if verdict == .merge(newCreation: true) {
+            cells.redate(to: incoming) { MergeRule.isDatedByCreation($0, row: row) }
         }
     }
 }

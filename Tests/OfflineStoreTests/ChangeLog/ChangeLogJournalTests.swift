@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 @testable import OfflineStoreChangeLog
@@ -315,9 +316,9 @@ struct ChangeLogJournalTests {
             try meta.close()
         }
         let clocks: [Int64] = [
-            HybridTimestamp(milliseconds: 1_000, counter: 0).packed,
-            HybridTimestamp(milliseconds: 2_000, counter: 0).packed,
-            HybridTimestamp(milliseconds: 3_000, counter: 0).packed,
+            ChangeClock(validMilliseconds: 1_000, counter: 0).packed,
+            ChangeClock(validMilliseconds: 2_000, counter: 0).packed,
+            ChangeClock(validMilliseconds: 3_000, counter: 0).packed,
         ]
         do {
             let db = try Database(path: path)

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 enum LedgerV1: VersionedSchema {
@@ -264,7 +265,7 @@ struct ChangeTrackingTests {
     }
 
     @Test func clocksKeepGrowingAcrossReopens() throws {
-        let first: HybridTimestamp
+        let first: ChangeClock
         do {
             let (db, log) = try openReminders()
             try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 /// A store's clock lives in each process's memory. These tests open one file under two spellings
@@ -35,8 +36,8 @@ struct ClockCatchUpTests {
         try app.execute("INSERT INTO reminders (id, title, listID) VALUES ('R', 'milk', 'L')")
 
         // The other process's clock runs a minute ahead (it pulled a fast device's change).
-        let aMinuteAhead = HybridTimestamp(
-            milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000, counter: 0)
+        let aMinuteAhead = ChangeClock(
+            validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 60_000, counter: 0)
         try otherLog.clock.receive(aMinuteAhead)
         try other.execute("UPDATE reminders SET title = 'oat milk' WHERE id = 'R'")
         let othersClock = try #require(try titleClock(other))

@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStore
+import SyncProtocol
 import Testing
 
 /// Shelves keyed by two columns, items on them (a composite foreign key), a tree of nodes (a key
@@ -151,7 +152,7 @@ private final class OtherSite {
         return RemoteChange(
             table: table, primaryKey: key, operation: operation,
             columns: operation == .insert ? key.merging(columns) { $1 } : columns,
-            clock: HybridTimestamp(milliseconds: dated, counter: counter), siteID: siteID)
+            clock: ChangeClock(validMilliseconds: dated, counter: counter), siteID: siteID)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStore
+import SyncProtocol
 import Testing
 
 /// A page applied whole reads its rows' log entries at once and writes its new entries together
@@ -65,8 +66,8 @@ struct PageApplyTests {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         return (0..<count).map { _ in
             let key = keys[Int(random() % UInt64(keys.count))]
-            let clock = HybridTimestamp(
-                milliseconds: now - Int64(random() % 100_000), counter: Int64(random() % 3))
+            let clock = ChangeClock(
+                validMilliseconds: now - Int64(random() % 100_000), counter: Int64(random() % 3))
             let site = sites[Int(random() % 3)]
             let body = DatabaseValue.text("b\(random() % 1_000)")
             let rank = DatabaseValue.integer(Int64(random() % 100))
@@ -92,7 +93,7 @@ struct PageApplyTests {
     /// by change.
     private static let refused = RemoteChange(
         table: "notes", primaryKey: ["id": .text("k1")], operation: .update, columns: ["body": .text("x")],
-        clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+        clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
         siteID: Data(repeating: 9, count: 15))
 
     /// Pages of 250 (more entries than one write of the page's entries takes), 120 and 37 changes,
@@ -146,7 +147,7 @@ struct PageApplyTests {
         let (db, log) = try store("notes.sqlite")
         let site = Data(repeating: 4, count: 16)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        func at(_ offset: Int64) -> HybridTimestamp { HybridTimestamp(milliseconds: now - 10_000 + offset, counter: 0) }
+        func at(_ offset: Int64) -> ChangeClock { ChangeClock(validMilliseconds: now - 10_000 + offset, counter: 0) }
         let newer = RemoteChange(
             table: "notes", primaryKey: ["id": .text("n")], operation: .insert,
             columns: ["id": .text("n"), "body": .text("new"), "rank": .integer(2)], clock: at(20), siteID: site)
@@ -181,7 +182,7 @@ struct PageApplyTests {
     ) -> RemoteChange {
         RemoteChange(
             table: "notes", primaryKey: ["id": .text("n")], operation: operation, columns: columns,
-            clock: HybridTimestamp(milliseconds: start + offset, counter: 0), siteID: Data(repeating: 6, count: 16))
+            clock: ChangeClock(validMilliseconds: start + offset, counter: 0), siteID: Data(repeating: 6, count: 16))
     }
 
     /// Applies each order of the same changes to fresh stores, one change at a time (as a page of
@@ -327,10 +328,10 @@ struct PageApplyTests {
         // Per key, updates before this offset and deletes after it; inserts anywhere.
         let split = Dictionary(uniqueKeysWithValues: keys.map { ($0, Int64(1_000 + random(8_000))) })
         var used = Set<Int64>()
-        func clock(_ range: Range<Int64>) -> HybridTimestamp {
+        func clock(_ range: Range<Int64>) -> ChangeClock {
             var offset = range.lowerBound + Int64(random(Int(range.count)))
             while !used.insert(offset).inserted { offset = range.lowerBound + Int64(random(Int(range.count))) }
-            return HybridTimestamp(milliseconds: Self.start + offset, counter: 0)
+            return ChangeClock(validMilliseconds: Self.start + offset, counter: 0)
         }
         let changes = (0..<40).map { _ -> RemoteChange in
             let key = keys[random(keys.count)]
@@ -377,7 +378,7 @@ struct PageApplyTests {
         RemoteChange(
             table: "notes", primaryKey: ["id": .text(id)], operation: .insert,
             columns: ["id": .text(id), "body": .text("body \(id)"), "rank": .integer(offset % 7)],
-            clock: HybridTimestamp(milliseconds: start + offset, counter: 0), siteID: Data(repeating: 5, count: 16))
+            clock: ChangeClock(validMilliseconds: start + offset, counter: 0), siteID: Data(repeating: 5, count: 16))
     }
 
     private static let start = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
@@ -474,7 +475,7 @@ struct PageApplyTests {
             return RemoteChange(
                 table: "tags", primaryKey: ["id": .text("t\(number)")], operation: .insert,
                 columns: ["id": .text("t\(number)"), "name": .text(name)],
-                clock: HybridTimestamp(milliseconds: Self.start + Int64(number), counter: 0),
+                clock: ChangeClock(validMilliseconds: Self.start + Int64(number), counter: 0),
                 siteID: Data(repeating: 6, count: 16))
         }
         let outcome = try log.apply(page, to: db)

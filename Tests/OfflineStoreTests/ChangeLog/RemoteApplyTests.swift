@@ -2,6 +2,7 @@ import Foundation
 import OfflineStore
 import RemindersModel
 import SyncClient
+import SyncProtocol
 import Testing
 
 /// Two stores of the Reminders app that exchange changes by hand, as the sync engine will.
@@ -103,7 +104,7 @@ struct RemoteApplyTests {
     @Test func badChangesAreRejectedWithTheReasonAndTheRestApplies() throws {
         let bob = try Peer(directory, "bob.sqlite")
         let site = Data(repeating: 7, count: 16)
-        let now = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+        let now = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
         let good = RemoteChange(
             table: "remindersLists", primaryKey: ["id": .text("L")], operation: .insert,
             columns: ["id": .text("L"), "name": .text("Home")], clock: now, siteID: site)
@@ -115,7 +116,7 @@ struct RemoteApplyTests {
         var shortSite = good
         shortSite.siteID = Data([1, 2])
         var future = good
-        future.clock = HybridTimestamp(milliseconds: now.milliseconds + 3_600_000, counter: 0)
+        future.clock = ChangeClock(validMilliseconds: now.milliseconds + 3_600_000, counter: 0)
         var injected = good
         injected.primaryKey = ["id\"; DROP TABLE reminders; --": .text("x")]
         var oddTable = good
@@ -144,15 +145,15 @@ struct RemoteApplyTests {
     @Test func aStoreOpenedAfterAPullIssuesClocksPastThePulledOnes() throws {
         let bob = try Peer(directory, "bob.sqlite")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let ahead = HybridTimestamp(milliseconds: now + 120_000, counter: 0)
-        func list(_ id: String, _ clock: HybridTimestamp) -> RemoteChange {
+        let ahead = ChangeClock(validMilliseconds: now + 120_000, counter: 0)
+        func list(_ id: String, _ clock: ChangeClock) -> RemoteChange {
             RemoteChange(
                 table: "remindersLists", primaryKey: ["id": .text(id)], operation: .insert,
                 columns: ["id": .text(id), "name": .text("list \(id)")], clock: clock,
                 siteID: Data(repeating: 9, count: 16))
         }
         let outcome = try bob.log.apply(
-            [list("fast", ahead), list("slow", HybridTimestamp(milliseconds: now - 10_000, counter: 0))], to: bob.db)
+            [list("fast", ahead), list("slow", ChangeClock(validMilliseconds: now - 10_000, counter: 0))], to: bob.db)
         #expect(outcome.applied == 2)
         try bob.db.close()
         // Another process: the files as they are on disk, under a path this process has no clock for.
@@ -172,7 +173,7 @@ struct RemoteApplyTests {
         RemoteChange(
             table: "tags", primaryKey: ["id": .text(id)], operation: .insert,
             columns: ["id": .text(id), "name": .text(name)],
-            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0),
+            clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0),
             siteID: Data(repeating: 7, count: 16))
     }
 
@@ -213,7 +214,7 @@ struct RemoteApplyTests {
     @Test func aChangeThatFailsHalfWayLeavesNothingAndTheRestApplies() throws {
         let bob = try Peer(directory, "bob.sqlite")
         let site = Data(repeating: 7, count: 16)
-        let now = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+        let now = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
         let first = RemoteChange(
             table: "remindersLists", primaryKey: ["id": .text("A")], operation: .insert,
             columns: ["id": .text("A"), "name": .text("Home")], clock: now, siteID: site)
@@ -291,7 +292,7 @@ struct RemoteApplyTests {
         let alice = try Peer(directory, "alice.sqlite")
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
         let creation = try alice.push()
-        let lostEditClock: HybridTimestamp
+        let lostEditClock: ChangeClock
         do {
             let bob = try Peer(directory, "bob.sqlite")
             _ = try bob.log.apply(creation, to: bob.db)
@@ -312,8 +313,8 @@ struct RemoteApplyTests {
         let edit = RemoteChange(
             table: "remindersLists", primaryKey: ["id": .text("L")], operation: .update,
             columns: ["name": .text("Work")],
-            clock: HybridTimestamp(
-                milliseconds: creation[0].clock.milliseconds, counter: creation[0].clock.counter + 1),
+            clock: ChangeClock(
+                validMilliseconds: creation[0].clock.milliseconds, counter: creation[0].clock.counter + 1),
             siteID: Data(repeating: 7, count: 16))
         #expect(edit.clock < lostEditClock)
         let fresh = try Peer(directory, "carol.sqlite")
@@ -455,7 +456,7 @@ struct RemoteApplyTests {
         let later = RemoteChange(
             table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
             columns: ["id": .text("C"), "body": .text("a table of a later release")],
-            clock: HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
+            clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
             siteID: Data(repeating: 7, count: 16))
         #expect(try log.apply([later], to: db).stashed == 1)
 
@@ -525,7 +526,7 @@ struct RemoteApplyTests {
         let bob = try Peer(directory, "bob.sqlite")
         var batch = try largeBatch(from: alice, count: 1_100)
         let beyondDrift = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
-        batch[600].clock = HybridTimestamp(milliseconds: beyondDrift, counter: 0)
+        batch[600].clock = ChangeClock(validMilliseconds: beyondDrift, counter: 0)
         let before = try trackingTriggers(bob)
 
         let outcome = try bob.log.apply(batch, to: bob.db)

@@ -9,10 +9,10 @@ import Testing
 struct SchemaModelTests {
     @Test func versionsParsePrintAndOrder() {
         #expect(Schema.Version("1.1.0") == Schema.Version(1, 1, 0))
-        #expect(Schema.Version("2") == Schema.Version(2, 0, 0))
         #expect(Schema.Version(1, 10, 0) > Schema.Version(1, 9, 9))
         #expect(Schema.Version(1, 2, 3).description == "1.2.3")
-        for bad in ["", "1.", "a.b", "1.2.3.4", "-1.0", " 1.0", "1.0 "] {
+        // The protocol's rules: three parts, no leading zeros (a version has one text).
+        for bad in ["", "1.", "a.b", "1.2.3.4", "-1.0", " 1.0", "1.0 ", "2", "1.1", "01.1.0", "1.01.0", "1.1.00"] {
             #expect(Schema.Version(bad) == nil, "\(bad)")
         }
     }

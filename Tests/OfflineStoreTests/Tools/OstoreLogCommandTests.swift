@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 /// A Reminders store with its change log open and seven logged changes: inserts into three tables
@@ -57,7 +58,7 @@ struct OstoreLogCommandTests {
         let entries = lines(run.output).map { $0.split(separator: " ", maxSplits: 3).map(String.init) }
         #expect(entries.map { $0[0] } == (1...7).map(String.init))
         #expect(entries.allSatisfy { $0[1] == store.siteHex })
-        let clocks = entries.compactMap { HybridTimestamp($0[2]) }
+        let clocks = entries.compactMap { ChangeClock($0[2]) }
         #expect(clocks.count == 7)
         #expect(clocks == clocks.sorted())
         #expect(entries.map { $0[3] } == LoggedStore.expectedTail)
@@ -82,7 +83,7 @@ struct OstoreLogCommandTests {
         #expect(entries[0]["key"] as? [String] == ["L"])
         #expect(entries.map { $0["seq"] as? Int } == Array(1...7))
         #expect(entries.allSatisfy { $0["site"] as? String == store.siteHex && $0["pending"] as? Bool == true })
-        let clocks = entries.compactMap { ($0["clock"] as? String).flatMap(HybridTimestamp.init) }
+        let clocks = entries.compactMap { ($0["clock"] as? String).flatMap(ChangeClock.init) }
         #expect(clocks.count == 7)
     }
 
@@ -138,7 +139,7 @@ struct OstoreLogCommandTests {
             try store.db.execute(
                 """
                 INSERT INTO ostore_meta.ostore_changes (tableID, pk, columnName, clock, site, seq)
-                VALUES (\(tableID), \(key), 'name', \(HybridTimestamp(milliseconds: clock, counter: 0).packed), 7, NULL)
+                VALUES (\(tableID), \(key), 'name', \(ChangeClock(validMilliseconds: clock, counter: 0).packed), 7, NULL)
                 """)
         }
         let run = try runOstore(["log", "--db", store.path, "--json"])

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 /// The `reminders` sample run as a user runs it: the built executable in a subprocess, on a
@@ -232,7 +233,7 @@ struct RemindersCLITests {
             let db = try Database(path: cli.databasePath)
             let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
             let other = Data(repeating: 7, count: 16)
-            let clock = HybridTimestamp(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+            let clock = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
             _ = try log.apply(
                 [
                     RemoteChange(

@@ -77,9 +77,12 @@ extension PostgresSyncStorage {
                 for row in 0..<rows.rowCount {
                     let key = RowMerge.RowKey(
                         table: try rows.string(row: row, column: 0), key: try rows.string(row: row, column: 1))
-                    changes += try snapshotChanges(
-                        key: key, created: try RowMerge.version(rows, row: row, clockAt: 2),
-                        deleted: try RowMerge.version(rows, row: row, clockAt: 4), cells: cellsByRow[key] ?? [])
+                    changes += try SnapshotChanges.of(
+                        table: key.table, keyText: key.key,
+                        row: MergeRule.Row(
+                            created: try RowMerge.version(rows, row: row, clockAt: 2),
+                            deleted: try RowMerge.version(rows, row: row, clockAt: 4)),
+                        cells: (cellsByRow[key] ?? []).lazy.map { (name: $0.0, value: $0.1, version: $0.2) })
                     position.table = key.table
                     position.key = key.key
                     position.rowsDone += 1
@@ -88,48 +91,5 @@ extension PostgresSyncStorage {
                 return SnapshotPage(changes: changes, position: position, isLast: rows.rowCount < limit)
             }
         }
-    }
-
-    /// A row as changes, as `SQLiteSyncStorage.snapshotChanges` gives it: a live row is an insert
-    /// of every column stamped with the row's creation version, then an update for each column
-    /// written later; a deleted row is its tombstone; a row known only from updates is those.
-    private func snapshotChanges(
-        key: RowMerge.RowKey, created: ChangeVersion?, deleted: ChangeVersion?,
-        cells: [(String, WireValue, ChangeVersion)]
-    ) throws -> [Change] {
-        let keyValues = try ProtocolJSON.decodeValues(Data(key.key.utf8))
-        func stamp(_ version: ChangeVersion) -> (ChangeClock, SiteID)? {
-            guard let clock = ChangeClock(packed: version.clock), let site = SiteID(bytes: version.site) else {
-                return nil
-            }
-            return (clock, site)
-        }
-        let createdStamp = created.flatMap(stamp)
-        if let deleted, let deletedStamp = stamp(deleted), created.map({ deleted > $0 }) ?? true {
-            return [
-                Change(
-                    table: key.table, key: keyValues, op: .delete, clock: deletedStamp.0, site: deletedStamp.1, seq: 0)
-            ]
-        }
-        var values: [String: WireValue] = [:]
-        var later: [Change] = []
-        for (name, value, version) in cells {
-            values[name] = value
-            guard let (clock, site) = stamp(version) else { continue }
-            if createdStamp.map({ $0.0 != clock || $0.1 != site }) ?? true {
-                later.append(
-                    Change(
-                        table: key.table, key: keyValues, op: .update, columns: [name: value], clock: clock, site: site,
-                        seq: 0))
-            }
-        }
-        guard let createdStamp else { return later }
-        var columns = values
-        for (name, value) in keyValues { columns[name] = value }
-        return [
-            Change(
-                table: key.table, key: keyValues, op: .insert, columns: columns, clock: createdStamp.0,
-                site: createdStamp.1, seq: 0)
-        ] + later
     }
 }

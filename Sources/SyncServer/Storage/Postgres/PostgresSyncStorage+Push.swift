@@ -82,18 +82,18 @@ struct RowMerge {
         var key: String
     }
 
-    /// A row's creation and deletion versions; nil versions are SQL NULLs.
-    struct RowState {
-        var created: ChangeVersion?
-        var deleted: ChangeVersion?
-    }
-
-    private var rows: [RowKey: RowState] = [:]
+    /// Each row's creation and deletion versions; nil versions are SQL NULLs.
+    private var rows: [RowKey: MergeRule.Row] = [:]
     private var cells: [RowKey: [String: ChangeVersion]] = [:]
     private var changedRows: Set<RowKey> = []
     /// Rows whose stored cells a delete dropped (the database's cells go before new ones are written).
     private var clearedRows: Set<RowKey> = []
     private var writtenCells: [RowKey: [String: (WireValue, ChangeVersion)]] = [:]
+    /// Stored cells of rows an insert created that the insert's versions void (``MergeRule/Verdict/create``).
+    private var droppedCells: [RowKey: Set<String>] = [:]
+    /// Stored cells a newer insert of their row dates again (``MergeRule/isDatedByCreation(_:row:)``),
+    /// at the row's creation version as written.
+    private var redatedCells: [RowKey: [String: ChangeVersion]] = [:]
 
     init(loading keys: Set<RowKey>, datasetID: Int64, _ connection: PostgresConnection) throws {
         let ordered = Array(keys)
@@ -105,7 +105,7 @@ struct RowMerge {
         for row in 0..<rowResult.rowCount {
             let key = RowKey(
                 table: try rowResult.string(row: row, column: 0), key: try rowResult.string(row: row, column: 1))
-            rows[key] = RowState(
+            rows[key] = MergeRule.Row(
                 created: try Self.version(rowResult, row: row, clockAt: 2),
                 deleted: try Self.version(rowResult, row: row, clockAt: 4))
         }
@@ -125,56 +125,63 @@ struct RowMerge {
         return ChangeVersion(clock: clock, site: site)
     }
 
-    /// Folds one change in (the rule of `SQLiteSyncStorage.merge`).
+    /// Folds one change in by the protocol's merge rule (``MergeRule``), as ``MergedRow`` folds it
+    /// into a row of the SQLite backend.
     mutating func apply(_ change: Change, key keyText: String) {
         let key = RowKey(table: change.table, key: keyText)
-        let incoming = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
-        let row = rows[key]
-        let created = row?.created
-        let deleted = row?.deleted
-        let isDeleted = deleted.map { deleted in created.map { deleted > $0 } ?? true } ?? false
-        let isLive = created != nil && !isDeleted
+        let incoming = ChangeVersion(change.clock, change.site)
+        let row = rows[key] ?? MergeRule.Row(created: nil, deleted: nil)
+        let isPresent = row.created != nil && !row.isDeleted
 
-        func setRow(createdBy: ChangeVersion?, deletedBy: ChangeVersion?) {
-            rows[key] = RowState(created: createdBy, deleted: deletedBy)
+        func setRow(_ state: MergeRule.Row) {
+            rows[key] = state
             changedRows.insert(key)
         }
         func writeCell(_ name: String, _ value: WireValue) {
             cells[key, default: [:]][name] = incoming
             writtenCells[key, default: [:]][name] = (value, incoming)
-        }
-        func mergeColumns(creation: ChangeVersion?) {
-            for (name, value) in change.columns where change.key[name] == nil {
-                if let local = cells[key]?[name] {
-                    if incoming > local { writeCell(name, value) }
-                } else if incoming >= (creation ?? ChangeVersion(clock: 0, site: Data())) {
-                    writeCell(name, value)
-                }
-            }
+            droppedCells[key]?.remove(name)
+            redatedCells[key]?[name] = nil
         }
 
-        switch change.op {
+        let verdict = MergeRule.verdict(of: change.op, at: incoming, row: row, isPresent: isPresent)
+        switch verdict {
+        case .superseded:
+            return
         case .delete:
-            // Delete wins over updates of the row; only a newer insert brings it back.
-            let oldest = ChangeVersion(clock: -1, site: Data())
-            guard incoming > (created ?? oldest), incoming > (deleted ?? oldest) else { return }
-            setRow(createdBy: created, deletedBy: incoming)
+            setRow(MergeRule.Row(created: row.created, deleted: incoming))
             cells[key] = nil
             writtenCells[key] = nil
+            droppedCells[key] = nil
+            redatedCells[key] = nil
             clearedRows.insert(key)
-        case .insert:
-            if let deleted, deleted > incoming { return }
-            if !isLive {
-                setRow(createdBy: incoming, deletedBy: deleted)
-                mergeColumns(creation: nil)
-                return
+            return
+        case .create:
+            setRow(MergeRule.Row(created: incoming, deleted: row.deleted))
+            for (name, version) in cells[key] ?? [:]
+            where !MergeRule.waitingColumnStays(version, afterCreationAt: incoming) {
+                cells[key]?[name] = nil
+                writtenCells[key]?[name] = nil
+                droppedCells[key, default: []].insert(name)
+                redatedCells[key]?[name] = nil
             }
-            mergeColumns(creation: created)
-            if incoming > created! { setRow(createdBy: incoming, deletedBy: deleted) }
-        case .update:
-            if isDeleted { return }
-            if row == nil { setRow(createdBy: nil, deletedBy: nil) }
-            mergeColumns(creation: created)
+        case .merge(newCreation: true):
+            setRow(MergeRule.Row(created: incoming, deleted: row.deleted))
+        case .waitForRow, .merge(newCreation: false):
+            if rows[key] == nil { setRow(row) }
+        }
+        for (name, value) in change.columns where change.key[name] == nil {
+            if MergeRule.writesColumn(at: incoming, over: cells[key]?[name], row: row) { writeCell(name, value) }
+        }
+        guard verdict == .merge(newCreation: true) else { return }
+        // The columns the old creation dated and this insert did not write are dated by the new one.
+        for (name, version) in cells[key] ?? [:] where MergeRule.isDatedByCreation(version, row: row) {
+            cells[key]?[name] = incoming
+            if let written = writtenCells[key]?[name] {
+                writtenCells[key]?[name] = (written.0, incoming)
+            } else {
+                redatedCells[key, default: [:]][name] = incoming
+            }
         }
     }
 
@@ -202,6 +209,25 @@ struct RowMerge {
                 [
                     .int8(datasetID), .array(.text, cleared.map { .text($0.table) }),
                     .array(.text, cleared.map { .text($0.key) }),
+                ])
+        }
+        let dropped = droppedCells.flatMap { key, names in names.map { (key, $0) } }
+        if !dropped.isEmpty {
+            try connection.execute(
+                Statements.deleteCellColumns,
+                [
+                    .int8(datasetID), .array(.text, dropped.map { .text($0.0.table) }),
+                    .array(.text, dropped.map { .text($0.0.key) }), .array(.text, dropped.map { .text($0.1) }),
+                ])
+        }
+        let redated = redatedCells.flatMap { key, names in names.map { (key, $0.key, $0.value) } }
+        if !redated.isEmpty {
+            try connection.execute(
+                Statements.redateCells,
+                [
+                    .int8(datasetID), .array(.text, redated.map { .text($0.0.table) }),
+                    .array(.text, redated.map { .text($0.0.key) }), .array(.text, redated.map { .text($0.1) }),
+                    .array(.int8, redated.map { .int8($0.2.clock) }), .array(.bytea, redated.map { .bytea($0.2.site) }),
                 ])
         }
         let written = writtenCells.flatMap { key, columns in columns.map { (key, $0.key, $0.value.0, $0.value.1) } }

@@ -181,6 +181,21 @@ extension PostgresSyncStorage {
             DELETE FROM server_cells AS c USING unnest($2::text[], $3::text[]) AS k (table_name, key)
             WHERE c.dataset_id = $1 AND c.table_name = k.table_name COLLATE "C" AND c.key = k.key COLLATE "C"
             """, [.int8, .textArray, .textArray])
+        static let deleteCellColumns = PostgresStatement(
+            "deleteCellColumns",
+            """
+            DELETE FROM server_cells AS c USING unnest($2::text[], $3::text[], $4::text[]) AS k (table_name, key, column_name)
+            WHERE c.dataset_id = $1 AND c.table_name = k.table_name COLLATE "C" AND c.key = k.key COLLATE "C"
+                AND c.column_name = k.column_name COLLATE "C"
+            """, [.int8, .textArray, .textArray, .textArray])
+        static let redateCells = PostgresStatement(
+            "redateCells",
+            """
+            UPDATE server_cells AS c SET clock = k.clock, site = k.site
+            FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[]) AS k (table_name, key, column_name, clock, site)
+            WHERE c.dataset_id = $1 AND c.table_name = k.table_name COLLATE "C" AND c.key = k.key COLLATE "C"
+                AND c.column_name = k.column_name COLLATE "C"
+            """, [.int8, .textArray, .textArray, .textArray, .int8Array, .byteaArray])
         static let upsertCells = PostgresStatement(
             "upsertCells",
             """

@@ -1,4 +1,5 @@
-/// HTTP header fields: an ordered list of name/value pairs whose names compare case-insensitively.
+/// HTTP header fields, of the server's requests and responses and of the client's: an ordered list
+/// of name/value pairs whose names compare without regard to ASCII case (RFC 9110, section 5.1).
 ///
 /// Names keep the spelling they were given; lookups ignore ASCII case, as HTTP requires. A name may
 /// appear more than once (`values(for:)` returns all of them).
@@ -10,12 +11,13 @@
 /// headers["Cache-Control"] = "no-store"  // replaces every Cache-Control field
 /// ```
 ///
-/// Request headers come from libmicrohttpd's `MHD_get_connection_values` with `.HEADER_KIND`; see the
-/// manual, "microhttpd-requests"
-/// (https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002drequests).
-public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
+/// The server reads request headers from libmicrohttpd's `MHD_get_connection_values` with
+/// `.HEADER_KIND` (https://www.gnu.org/software/libmicrohttpd/manual/libmicrohttpd.html#microhttpd_002drequests);
+/// the client reads response headers from libcurl's `CURLOPT_HEADERFUNCTION` for the final
+/// response (https://curl.se/libcurl/c/CURLOPT_HEADERFUNCTION.html), surrounding whitespace removed.
+public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
     /// One header field.
-    public struct Field: Sendable, Equatable {
+    public struct Field: Sendable, Hashable {
         public var name: String
         public var value: String
 
@@ -32,6 +34,10 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, 
 
     public init(_ fields: [(name: String, value: String)]) {
         self.fields = fields.map { Field(name: $0.name, value: $0.value) }
+    }
+
+    public init(_ fields: [Field]) {
+        self.fields = fields
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
@@ -88,8 +94,17 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, 
             && zip(lhs.fields, rhs.fields).allSatisfy { namesMatch($0.name, $1.name) && $0.value == $1.value }
     }
 
+    /// Hashes what ``==`` compares: names without regard to ASCII case, values as they are.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(fields.count)
+        for field in fields {
+            for byte in field.name.utf8 { hasher.combine(Self.lowercasedASCII(byte)) }
+            hasher.combine(field.value)
+        }
+    }
+
     /// ASCII case-insensitive comparison without allocating.
-    static func namesMatch(_ a: String, _ b: String) -> Bool {
+    package static func namesMatch(_ a: String, _ b: String) -> Bool {
         let a = a.utf8
         let b = b.utf8
         guard a.count == b.count else { return false }
@@ -101,5 +116,26 @@ public struct HTTPHeaders: Sendable, Equatable, ExpressibleByDictionaryLiteral, 
 
     private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
         (byte >= 0x41 && byte <= 0x5A) ? byte + 0x20 : byte
+    }
+
+    /// RFC 9110's `token` (one or more `tchar`, section 5.6.2): what a field name (and a method)
+    /// must be, sent or received.
+    package static func isToken(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return true
+                default:
+                    return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
+    }
+
+    /// RFC 9110's `field-value` (section 5.5): no control characters but tab, so a value cannot
+    /// end its field early or smuggle another one in.
+    package static func isFieldValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { byte in byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
     }
 }
