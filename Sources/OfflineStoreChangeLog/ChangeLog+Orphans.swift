@@ -258,8 +258,7 @@ extension ChangeLog {
             outcome.applied += 1
         } else if let row {
             let values = try row.valuesByColumnName()
-            let created =
-                try version(childID, Self.loggedKey(childKey), "", db) ?? ChangeVersion(clock: 0, site: Data())
+            let created = try version(childID, Self.loggedKey(childKey), "", db) ?? .oldest
             try stash(
                 RemoteChange(
                     table: link.child, primaryKey: Dictionary(uniqueKeysWithValues: zip(link.childKey, childKey)),

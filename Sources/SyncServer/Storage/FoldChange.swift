@@ -24,7 +24,7 @@ struct FoldChange: Sendable {
         table = change.table
         self.key = key
         op = change.op
-        version = ChangeVersion(clock: change.clock.packed, site: change.site.bytes)
+        version = ChangeVersion(change.clock, change.site)
         var columns: [(name: String, value: WireValue)] = []
         columns.reserveCapacity(change.columns.count)
         // Keys mostly have one column: compared by name, not looked up by hash for every column.

@@ -41,8 +41,12 @@ extension MergedRow {
     /// cells (`packedCells` nil).
     static func packCellsOfRow(createdBy insert: FoldChange, into bytes: inout [UInt8]) -> Bool {
         bytes.removeAll(keepingCapacity: true)
-        // ``merge(_:)`` writes no column of an insert older than every version (clock below 0).
-        guard !insert.columns.isEmpty, !(insert.version < ChangeVersion(clock: 0, site: Data())) else { return false }
+        // The merge rule writes no column of an insert older than every version (a clock that packs
+        // below 0), as ``merge(_:)`` asks it.
+        let empty = MergeRule.Row(created: nil, deleted: nil)
+        guard !insert.columns.isEmpty, MergeRule.writesColumn(at: insert.version, over: nil, row: empty) else {
+            return false
+        }
         bytes.append(packingFormat)
         // The change lists its columns in ``Cells``' order, each written by the row's creation.
         for (name, value) in insert.columns { appendCell(name: name, value: value, ownVersion: nil, to: &bytes) }
