@@ -36,8 +36,10 @@ enum SyncCommands {
                 "synced with \(target.server.absoluteString) (dataset \(target.dataset), \(verdict(report))): "
                 + "pushed \(report.pushed), "
             text += "pulled \(report.pulled)"
-            if report.rejected > 0 { text += ", \(report.rejected) refused by the server (see `status`)" }
-            if report.refused > 0 { text += ", \(report.refused) from other devices refused here (see `status`)" }
+            if report.refusedOutgoing > 0 { text += ", \(report.refusedOutgoing) refused by the server (see `status`)" }
+            if report.refusedIncoming > 0 {
+                text += ", \(report.refusedIncoming) from other devices refused here (see `status`)"
+            }
             if report.stashed > 0 { text += ", \(report.stashed) kept for a newer schema or a missing parent" }
             if report.requeued > 0 {
                 text += "\nnote: the server had lost \(report.requeued) of this device's changes; they were sent again"
@@ -108,9 +110,9 @@ enum SyncCommands {
         let states = try db.fetchAll(String.self, "SELECT endpoint FROM ostore_meta.ostore_sync ORDER BY endpoint")
             .map { try log.syncState(db, endpoint: $0) }
         let pending = try log.pendingCount(db)
-        let rejected = try log.rejectedChanges(db)
+        let refusedOutgoing = try log.refusedOutgoingChanges(db)
         let stashed = try log.stashedCount(db)
-        let refusedHere = try log.refusedChanges(db)
+        let refusedHere = try log.refusedIncomingChanges(db)
         if asJSON {
             let formatter = ISO8601DateFormatter()
             let endpoints = states.map { state in
@@ -120,7 +122,7 @@ enum SyncCommands {
                     + "\"protocolVersion\": \(state.protocolVersion.map(String.init) ?? "null"), "
                     + "\"datasetSchemaVersion\": \(state.datasetSchemaVersion.map(JSONOutput.string) ?? "null")}"
             }
-            let refused = rejected.map { record in
+            let refused = refusedOutgoing.map { record in
                 "{\"code\": \(JSONOutput.string(record.code)), \"reason\": \(JSONOutput.string(record.reason)), "
                     + "\"change\": \(record.change)}"
             }
@@ -149,7 +151,7 @@ enum SyncCommands {
                     + "dataset schema \(state.datasetSchemaVersion ?? "-")")
             if let error = state.lastError { lines.append("  last error: \(error)") }
         }
-        for record in rejected { lines.append("refused by the server (\(record.code)): \(record.reason)") }
+        for record in refusedOutgoing { lines.append("refused by the server (\(record.code)): \(record.reason)") }
         if stashed > 0 {
             lines.append("\(stashed) change(s) from other devices waiting for a newer schema or their parent row")
         }

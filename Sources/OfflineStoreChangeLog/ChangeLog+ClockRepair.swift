@@ -18,7 +18,7 @@ extension ChangeLog {
     /// clock now, in its queue order, and a new place at the end of the queue, so it is pushed
     /// again: values are read from the row at push time, so what goes out is the row as it is,
     /// ordered as made now. The clock goes back to the newest reading within the bound, the refused
-    /// records of those changes (`clock_out_of_range` in `ostore_rejected`, which the sync client's `rejectedChanges(_:)` reads) are dropped, as the
+    /// records of those changes (`clock_out_of_range` in `ostore_rejected`, which the sync client's `refusedOutgoingChanges(_:)` reads) are dropped, as the
     /// changes are queued again, and a warning goes to the store's `LogHandler`. Nothing happens
     /// while the wall clock is still wrong (the bound moves with it). ``open(_:migrator:)`` calls it
     /// when the store's newest clock is beyond the bound, and the sync engine before it pushes one.

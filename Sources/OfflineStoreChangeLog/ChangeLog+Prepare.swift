@@ -11,7 +11,7 @@ extension ChangeLog {
     /// let prepared = log.prepare(page.changes)  // where the page was read
     /// let outcome = try log.apply(prepared, to: db)
     /// ```
-    public func prepare(_ changes: [RemoteChange]) -> PreparedChanges {
+    package func prepare(_ changes: [IncomingChange]) -> PreparedChanges {
         var tables: [TableShape] = []
         // By the name a change gives, then by the declared name: names that differ in case find
         // one table.
@@ -110,10 +110,28 @@ extension ChangeLog {
                 keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }))
     }
 
+    /// Names from the wire are refused unless they are plain identifiers, even before they are
+    /// looked up in the schema, so nothing odd is ever stashed or echoed in a message.
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        // ASCII only, so bytes are scalars; read as UTF-8 bytes, not through Unicode properties.
+        // A native string's bytes are read in place, cheaper than `allSatisfy` over the view.
+        var name = name
+        return name.withUTF8 { bytes in
+            guard let first = bytes.first, bytes.count <= 128, isIdentifierLetter(first) else { return false }
+            for byte in bytes where !isIdentifierLetter(byte) && !(48...57).contains(byte) { return false }
+            return true
+        }
+    }
+
+    @inline(__always)
+    private static func isIdentifierLetter(_ byte: UInt8) -> Bool {
+        (65...90).contains(byte) || (97...122).contains(byte) || byte == 95
+    }
+
     /// Why a change is refused before anything of it is looked up: a site id that is not 16
     /// bytes, or a name that is not a plain identifier (so nothing odd is ever stashed or echoed
     /// in a message).
-    private static func refusalBeforeClock(_ change: RemoteChange) -> ChangeLogError? {
+    private static func refusalBeforeClock(_ change: IncomingChange) -> ChangeLogError? {
         guard change.siteID.count == 16 else {
             return ChangeLogError(
                 .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
@@ -130,7 +148,7 @@ extension ChangeLog {
 
     /// The change's values by the table's column positions (a name matched as SQLite matches
     /// names), and the values of names this schema does not know, which wait in the stash.
-    private static func valuesByPosition(_ change: RemoteChange, in shape: TableShape) throws(ChangeLogError) -> (
+    private static func valuesByPosition(_ change: IncomingChange, in shape: TableShape) throws(ChangeLogError) -> (
         known: [DatabaseValue?], unknown: [String: DatabaseValue]
     ) {
         let table = shape.definition

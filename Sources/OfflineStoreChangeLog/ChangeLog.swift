@@ -19,8 +19,8 @@ import SyncProtocol
 /// themselves at push time, so the log holds keys and clocks only.
 public struct ChangeLog: Sendable {
     public let identity: StoreIdentity
-    public let clock: HybridLogicalClock
-    public let schema: SchemaSnapshot
+    package let clock: HybridLogicalClock
+    package let schema: SchemaSnapshot
 
     /// Attaches the metadatabase, migrates the database, and installs tracking on this connection.
     /// Call it on every connection that writes; with a ``DatabasePool``, on its writer:
@@ -146,7 +146,7 @@ public struct ChangeLog: Sendable {
     ///
     /// See <https://www.sqlite.org/lang_upsert.html>.
     @discardableResult
-    public func foldJournal(_ db: Database) throws -> Int {
+    package func foldJournal(_ db: Database) throws -> Int {
         try ChangeJournal.fold(db)
     }
 
@@ -216,7 +216,7 @@ extension ChangeLog {
     /// (`ostore rescan`, `ostore check`): the metadatabase must exist; the synced tables are the
     /// ones the log tracks, read from the live file. No tracking triggers are installed, so do not
     /// write user tables through this connection.
-    public static func openForMaintenance(_ db: Database) throws -> ChangeLog {
+    package static func openForMaintenance(_ db: Database) throws -> ChangeLog {
         guard FileManager.default.fileExists(atPath: Metadatabase.path(forDatabaseAt: db.path)) else {
             throw ChangeLogError(
                 .metadatabase, "\(db.path) has no change log: there is no \(Metadatabase.path(forDatabaseAt: db.path))",

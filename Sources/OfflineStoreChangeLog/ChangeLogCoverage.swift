@@ -3,10 +3,10 @@ import OfflineStoreSQLite
 
 /// Log coverage as read-only tools see it: rows written by other programs not recorded yet, and a
 /// watermark in the user's file ahead of the log (a log commit lost).
-public enum ChangeLogCoverage {
+package enum ChangeLogCoverage {
     /// Problems, one line each; empty when the log covers every committed change or the store has
     /// no change log.
-    public static func problems(in db: Database) throws -> [String] {
+    package static func problems(in db: Database) throws -> [String] {
         guard try db.tableExists("ostore_log_watermark"), try ChangeLogReader.summary(in: db) != nil else { return [] }
         var problems: [String] = []
         let unlogged = try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_unlogged") ?? 0

@@ -19,7 +19,7 @@ public struct ChangeLogError: Error, Sendable, CustomStringConvertible {
     public var fix: String?
     public var table: String?
 
-    public init(_ kind: Kind, table: String? = nil, _ message: String, fix: String? = nil) {
+    init(_ kind: Kind, table: String? = nil, _ message: String, fix: String? = nil) {
         self.kind = kind
         self.table = table
         self.message = message

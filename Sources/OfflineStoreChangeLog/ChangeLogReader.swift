@@ -24,14 +24,14 @@ import SyncProtocol
 /// Without the declared schema, the key columns of a table are taken from the file's own schema;
 /// for a table no longer in the file, a composite key is recognised by the form the triggers
 /// write (see ``LoggedChange/key``).
-public enum ChangeLogReader {
+package enum ChangeLogReader {
     /// The schema name of the reader's own read-only attachment, apart from ``Metadatabase/schemaName``
     /// so a later ``Metadatabase/attach(to:)`` on the same connection never mistakes it for its own.
     static let readOnlySchemaName = "ostore_meta_readonly"
 
     /// The store's identity and how many changes wait to be pushed; nil when the database has no
     /// metadatabase beside it (the app never opened its change log), or is in memory.
-    public static func summary(in db: Database) throws -> ChangeLogSummary? {
+    package static func summary(in db: Database) throws -> ChangeLogSummary? {
         try withMetadatabase(of: db) { meta in
             try db.savepoint { db in
                 let record = try storeRecord(db, meta: meta)
@@ -52,7 +52,7 @@ public enum ChangeLogReader {
     /// `pendingOnly`, changes from other sites in clock order. `pendingOnly` keeps the local changes
     /// after the last acknowledged push; `limit` caps the count (nil for all).
     /// Throws ``ChangeLogError`` (`.metadatabase`) when there is no metadatabase.
-    public static func entries(in db: Database, pendingOnly: Bool = false, limit: Int? = nil) throws
+    package static func entries(in db: Database, pendingOnly: Bool = false, limit: Int? = nil) throws
         -> [LoggedChange]
     {
         var entries: [LoggedChange] = []
@@ -62,7 +62,7 @@ public enum ChangeLogReader {
 
     /// ``entries(in:pendingOnly:limit:)`` one at a time, for a log too long to hold: `body` sees
     /// each entry as it is read.
-    public static func forEachEntry(
+    package static func forEachEntry(
         in db: Database, pendingOnly: Bool = false, limit: Int? = nil, _ body: (LoggedChange) throws -> Void
     ) throws {
         let found: Void? = try withMetadatabase(of: db) { meta in
@@ -93,7 +93,7 @@ public enum ChangeLogReader {
             let remoteSite: Data? = try row.decode(at: 6)
             let table: String = try row.decode(at: 3)
             let stored: DatabaseValue = try row.decode(at: 4)
-            let columnName: String = try row.decode(at: 5)
+            let logged = LoggedColumn(stored: try row.decode(String.self, at: 5))
             if keyColumnCounts[table] == nil {
                 keyColumnCounts[table] =
                     try db.fetchValue(
@@ -108,8 +108,13 @@ public enum ChangeLogReader {
                 key =
                     (try? LoggedKey.values(stored, columnCount: keyColumnCount)) ?? LoggedKey.values(guessing: stored)
             }
-            let operation: PendingChange.Operation =
-                columnName.isEmpty ? .insert : columnName == "-" ? .delete : .update
+            let operation: PendingChange.Operation
+            let columns: [String]
+            switch logged {
+            case .creation: (operation, columns) = (.insert, [])
+            case .deletion: (operation, columns) = (.delete, [])
+            case .column(let name): (operation, columns) = (.update, [name])
+            }
             try body(
                 LoggedChange(
                     sequence: sequence,
@@ -117,7 +122,7 @@ public enum ChangeLogReader {
                         ? record.siteID
                         : remoteSite.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "#\(site)",
                     clock: ChangeClock(packed: try row.decode(at: 2)) ?? .zero, table: table, key: key,
-                    operation: operation, columns: operation == .update ? [columnName] : [],
+                    operation: operation, columns: columns,
                     isPending: sequence.map { $0 > record.pushedSequence } ?? false))
             remaining = remaining.map { $0 - 1 }
         }

@@ -6,15 +6,15 @@
 ///     print(summary.storeID, summary.siteID, summary.pendingChanges)
 /// }
 /// ```
-public struct ChangeLogSummary: Sendable, Hashable {
+package struct ChangeLogSummary: Sendable, Hashable {
     /// The store id the database and its metadatabase share (a UUID string).
-    public var storeID: String
+    package var storeID: String
     /// This device's 16-byte site id in lowercase hex.
-    public var siteID: String
+    package var siteID: String
     /// How many log entries wait to be pushed.
-    public var pendingChanges: Int
+    package var pendingChanges: Int
 
-    public init(storeID: String, siteID: String, pendingChanges: Int) {
+    package init(storeID: String, siteID: String, pendingChanges: Int) {
         self.storeID = storeID
         self.siteID = siteID
         self.pendingChanges = pendingChanges

@@ -18,12 +18,12 @@ import SyncProtocol
 /// ```
 ///
 /// See <https://www.sqlite.org/lang_createtrigger.html> ("TEMP triggers … may refer to other schemas").
-public enum ChangeTracker {
+enum ChangeTracker {
     static let triggerPrefix = "ostore_track_"
 
     /// Replaces this connection's tracking triggers with ones for `schema`'s synced tables.
     /// The metadatabase must be attached (``Metadatabase/attach(to:)``).
-    public static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
+    static func install(on db: Database, schema: SchemaSnapshot, clock: HybridLogicalClock) throws {
         try schema.validateRowIdentityForSync()
         try installFunctions(on: db, clock: clock)
         try LogCoverage.installPermanentTriggers(on: db, schema: schema)
@@ -120,7 +120,7 @@ public enum ChangeTracker {
             """
             CREATE TEMP TRIGGER \(name("insert")) AFTER INSERT ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(newKey, "''"))
+            \(record(newKey, LoggedColumn.creation.sqlLiteral))
             \(observe(newKey))
             \(watermark)
             END
@@ -128,7 +128,7 @@ public enum ChangeTracker {
             """
             CREATE TEMP TRIGGER \(name("delete")) AFTER DELETE ON \(target) WHEN ostore_recording()
             BEGIN
-            \(record(oldKey, "'-'"))
+            \(record(oldKey, LoggedColumn.deletion.sqlLiteral))
             \(observe(oldKey))
             \(watermark)
             END
@@ -139,8 +139,8 @@ public enum ChangeTracker {
             CREATE TEMP TRIGGER \(name("update_key")) AFTER UPDATE OF \(keyColumnList) ON \(target)
             WHEN ostore_recording() AND \(keyChanged)
             BEGIN
-            \(record(oldKey, "'-'"))
-            \(record(newKey, "''"))
+            \(record(oldKey, LoggedColumn.deletion.sqlLiteral))
+            \(record(newKey, LoggedColumn.creation.sqlLiteral))
             \(observe(newKey))
             \(observe(oldKey))
             \(watermark)

@@ -18,18 +18,18 @@ import SyncProtocol
 /// It is shared by every connection of a store, hence `Sendable`; readings are serialised by a
 /// lock. The last reading is persisted with the changes that carry it, so a restart continues
 /// from it (see ``Metadatabase``).
-public final class HybridLogicalClock: Sendable {
+package final class HybridLogicalClock: Sendable {
     /// How far ahead of this machine's wall clock a received clock may be: 5 minutes.
-    public static let defaultMaximumDrift: Duration = .seconds(300)
+    package static let defaultMaximumDrift: Duration = .seconds(300)
 
-    public let maximumDrift: Duration
+    package let maximumDrift: Duration
     private let state: LockedState
     private let wallClock: @Sendable () -> Int64
 
     /// - Parameters:
     ///   - lastIssued: the latest reading this store ever issued or received (persisted).
     ///   - wallClock: milliseconds since 1970; tests pass a fake one.
-    public init(
+    package init(
         lastIssued: ChangeClock, maximumDrift: Duration = defaultMaximumDrift,
         wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
@@ -39,10 +39,10 @@ public final class HybridLogicalClock: Sendable {
     }
 
     /// The latest reading issued or received.
-    public var lastIssued: ChangeClock { state.withLock { $0 } }
+    package var lastIssued: ChangeClock { state.withLock { $0 } }
 
     /// A new reading, later than every earlier one.
-    public func now() -> ChangeClock {
+    package func now() -> ChangeClock {
         let wall = wallMilliseconds()
         return state.withLock { last in
             let next: ChangeClock
@@ -62,7 +62,7 @@ public final class HybridLogicalClock: Sendable {
     /// The latest clock reading this machine can have issued with a right wall clock, or accepted
     /// from another site: its wall clock now plus ``maximumDrift``. A local change stamped beyond
     /// it was stamped while the wall clock ran ahead (see ``ChangeLog/restampClocksAhead(_:)``).
-    public var driftBound: ChangeClock { driftBound(wall: wallMilliseconds()) }
+    package var driftBound: ChangeClock { driftBound(wall: wallMilliseconds()) }
 
     private func driftBound(wall: Int64) -> ChangeClock {
         let bound = min(wall + Int64(maximumDrift.components.seconds) * 1000, ChangeClock.maximumMilliseconds)
@@ -94,7 +94,7 @@ public final class HybridLogicalClock: Sendable {
     /// Takes a clock from another site into account, so later local readings order after it.
     /// Throws ``ChangeLogError`` (`.clockTooFarInFuture`) beyond the drift bound; the clock is
     /// then unchanged.
-    public func receive(_ remote: ChangeClock) throws(ChangeLogError) {
+    package func receive(_ remote: ChangeClock) throws(ChangeLogError) {
         let wall = wallMilliseconds()
         guard remote <= driftBound(wall: wall) else {
             throw ChangeLogError(

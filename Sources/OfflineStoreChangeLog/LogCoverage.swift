@@ -132,17 +132,17 @@ enum LogCoverage {
 }
 
 /// What ``ChangeLog/reconcileCoverage(_:forceRescan:)`` found and recorded.
-public struct CoverageReport: Sendable, Hashable {
+package struct CoverageReport: Sendable, Hashable {
     /// Rows written outside the store (no TEMP triggers) that were recorded now.
-    public var unloggedRows = 0
+    package var unloggedRows = 0
     /// Rows and columns migration stages asked to record (``MigrationContext/recordChanges(in:columns:where:)``),
     /// recorded now.
-    public var stageChanges = 0
+    package var stageChanges = 0
     /// Whether the log had lost a transaction (or the metadatabase was new) and every row was
     /// recorded again.
-    public var rescanned = false
+    package var rescanned = false
     /// Rows recorded by the rescan (re-recorded or recorded as deleted).
-    public var rescannedRows = 0
+    package var rescannedRows = 0
 }
 
 extension ChangeLog {
@@ -150,7 +150,7 @@ extension ChangeLog {
     /// programs, and after a lost log transaction (or a recreated metadatabase, or `forceRescan`,
     /// which `ostore rescan` uses) every row. ``open(_:migrator:)`` runs it.
     @discardableResult
-    public func reconcileCoverage(_ db: Database, forceRescan: Bool = false) throws -> CoverageReport {
+    package func reconcileCoverage(_ db: Database, forceRescan: Bool = false) throws -> CoverageReport {
         try db.withoutRecordingChanges { db in
             try db.transaction(.immediate) { db in
                 var report = CoverageReport()
@@ -190,7 +190,7 @@ extension ChangeLog {
 
     /// Whether the log covers every committed change: nothing written outside the store waits,
     /// nothing a migration stage asked to record, and the watermark in the user's file is not ahead of the log.
-    public func coversEveryChange(_ db: Database) throws -> Bool {
+    package func coversEveryChange(_ db: Database) throws -> Bool {
         let unlogged = try db.fetchValue(Int.self, "SELECT count(*) FROM main.ostore_unlogged") ?? 0
         let watermark = try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark WHERE id = 1") ?? 0
         let logged = try newestSequence(db) ?? 0
@@ -214,7 +214,7 @@ extension ChangeLog {
         for row in rows {
             let key: DatabaseValue = try row.decode(at: 1)
             guard let noted = try notedRow(try row.decode(at: 0), key: key, db) else { continue }
-            try recordLocal(db, table: noted.table, key: key, marker: noted.exists ? "" : "-")
+            try recordLocal(db, table: noted.table, key: key, entry: noted.exists ? .creation : .deletion)
         }
         try db.execute("DELETE FROM main.ostore_unlogged")
         return rows.count
@@ -242,11 +242,14 @@ extension ChangeLog {
         var recorded = 0
         for row in rows {
             let key: DatabaseValue = try row.decode(at: 1)
+            // A stage notes a whole row with no column name.
             let column: String = try row.decode(at: 2)
-            guard let noted = try notedRow(try row.decode(at: 0), key: key, db), noted.exists || column.isEmpty
+            let wholeRow = column.isEmpty
+            guard let noted = try notedRow(try row.decode(at: 0), key: key, db), noted.exists || wholeRow
             else { continue }
             try recordLocal(
-                db, table: noted.table, key: key, marker: column.isEmpty ? (noted.exists ? "" : "-") : column)
+                db, table: noted.table, key: key,
+                entry: wholeRow ? (noted.exists ? .creation : .deletion) : .column(column))
             recorded += 1
         }
         try db.execute("DELETE FROM main.ostore_stage_changes")
@@ -264,37 +267,38 @@ extension ChangeLog {
             let rows = try db.fetchAll(
                 SQL(sql: "SELECT \(key) FROM main.\(quoteIdentifier(table.name)) AS t"))
             for row in rows {
-                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "", clock: clock)
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), entry: .creation, clock: clock)
                 recorded += 1
             }
             let vanished = try db.fetchAll(
                 SQL(
                     sql: """
                         SELECT c.pk FROM ostore_meta.ostore_changes AS c
-                        WHERE c.tableID = ? AND c.columnName = ''
+                        WHERE c.tableID = ? AND c.columnName = \(LoggedColumn.creation.sqlLiteral)
                           AND NOT EXISTS (SELECT 1 FROM main.\(quoteIdentifier(table.name)) AS t WHERE \(key) = c.pk)
                           AND NOT EXISTS (SELECT 1 FROM ostore_meta.ostore_changes AS d
-                                          WHERE d.tableID = c.tableID AND d.pk = c.pk AND d.columnName = '-'
+                                          WHERE d.tableID = c.tableID AND d.pk = c.pk
+                                            AND d.columnName = \(LoggedColumn.deletion.sqlLiteral)
                                             AND d.clock > c.clock)
                         """, arguments: [.integer(Int64(tableID))]))
             for row in vanished {
-                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), marker: "-", clock: clock)
+                try recordLocal(db, tableID: tableID, key: try row.decode(at: 0), entry: .deletion, clock: clock)
                 recorded += 1
             }
         }
         return recorded
     }
 
-    private func recordLocal(_ db: Database, table: String, key: DatabaseValue, marker: String) throws {
-        try recordLocal(db, tableID: try trackedTableID(table, db), key: key, marker: marker, clock: clock.now())
+    private func recordLocal(_ db: Database, table: String, key: DatabaseValue, entry: LoggedColumn) throws {
+        try recordLocal(db, tableID: try trackedTableID(table, db), key: key, entry: entry, clock: clock.now())
     }
 
     /// Appended to the journal, as the triggers record a change.
     private func recordLocal(
-        _ db: Database, tableID: Int, key: DatabaseValue, marker: String, clock: ChangeClock
+        _ db: Database, tableID: Int, key: DatabaseValue, entry: LoggedColumn, clock: ChangeClock
     ) throws {
         try db.cachedStatement(Self.recordLocalSQL).run(
-            binding: [.integer(Int64(tableID)), key, .text(marker), .integer(clock.packed)])
+            binding: [.integer(Int64(tableID)), key, .text(entry.stored), .integer(clock.packed)])
     }
 
     private static let recordLocalSQL = ChangeJournal.appendSQL(

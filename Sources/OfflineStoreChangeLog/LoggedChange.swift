@@ -11,26 +11,26 @@ import SyncProtocol
 ///     print(change.sequence ?? "-", change.table, change.operation, change.key, change.columns)
 /// }
 /// ```
-public struct LoggedChange: Sendable, Hashable {
+package struct LoggedChange: Sendable, Hashable {
     /// The entry's place in the local log (what ``ChangeLog/markPushed(_:upTo:)`` takes); nil for a
     /// change applied from another site, which is never pushed back.
-    public var sequence: Int64?
+    package var sequence: Int64?
     /// Where the change was made: this device's 16-byte site id in lowercase hex for local changes;
     /// for changes from other sites the log's number for that site as `#N`, since this version of
     /// the metadatabase records no ids of other sites.
-    public var site: String
-    public var clock: ChangeClock
-    public var table: String
+    package var site: String
+    package var clock: ChangeClock
+    package var table: String
     /// The primary-key values in key order: one value for a one-column key, one per column for a
     /// composite key.
-    public var key: [DatabaseValue]
-    public var operation: PendingChange.Operation
+    package var key: [DatabaseValue]
+    package var operation: PendingChange.Operation
     /// For an update the changed column; empty for an insert or a delete (which concern the whole row).
-    public var columns: [String]
+    package var columns: [String]
     /// Whether the change waits to be pushed (a local change after the last acknowledged push).
-    public var isPending: Bool
+    package var isPending: Bool
 
-    public init(
+    package init(
         sequence: Int64?, site: String, clock: ChangeClock, table: String, key: [DatabaseValue],
         operation: PendingChange.Operation, columns: [String], isPending: Bool
     ) {

@@ -19,20 +19,20 @@ import OfflineStoreSQLite
 /// ```
 ///
 /// See <https://www.sqlite.org/lang_attach.html>.
-public enum Metadatabase {
+package enum Metadatabase {
     /// The schema name the metadatabase is attached under on every connection.
-    public static let schemaName = "ostore_meta"
+    package static let schemaName = "ostore_meta"
     /// The suffix added to the user's database path.
-    public static let fileSuffix = "-ostore-meta"
+    package static let fileSuffix = "-ostore-meta"
 
     /// Where the metadatabase of the database at `databasePath` lives.
-    public static func path(forDatabaseAt databasePath: String) -> String { databasePath + fileSuffix }
+    package static func path(forDatabaseAt databasePath: String) -> String { databasePath + fileSuffix }
 
     /// Migrates (creating if needed) the metadatabase of `db`'s file, attaches it, and reconciles
     /// the store identity the two files share. Call it on every connection, before any write;
     /// `Configuration.prepareDatabase` is the place.
     @discardableResult
-    public static func attach(to db: Database) throws -> StoreIdentity {
+    package static func attach(to db: Database) throws -> StoreIdentity {
         guard !db.path.isEmpty, db.path != ":memory:" else {
             throw ChangeLogError(
                 .metadatabase, "an in-memory database has no file to put a metadatabase beside",
@@ -127,7 +127,7 @@ enum MetadatabaseV1: LibrarySchema {
     /// The change log (its name must be unique across the attached schemas: SQLite does not let a
     /// trigger qualify the table it inserts into): the latest change of each (table, row, column),
     /// so edits of one column before a push coalesce by construction. `columnName` is a column,
-    /// `''` for "the row was inserted" or `'-'` for "the row was deleted". `site` is 0 for this
+    /// `''` for "the row was inserted" or `'-'` for "the row was deleted" (``LoggedColumn``). `site` is 0 for this
     /// device. `seq` is the entry's place in the queue, unique and only ever growing: it is the
     /// rowid, which SQLite assigns as one more than the largest, and an entry written again moves
     /// to a new place at the end (`seq = excluded.seq`). Entries applied from other sites take a
@@ -166,7 +166,7 @@ enum MetadatabaseV1: LibrarySchema {
             Column("id", .integer).primaryKey()
             Column("tableName", .text).notNull()
             Column("reason", .text).notNull()
-            /// The whole ``RemoteChange`` as JSON, values type-faithful.
+            /// The whole ``IncomingChange`` as JSON, values type-faithful.
             Column("change", .text).notNull()
         }
     }

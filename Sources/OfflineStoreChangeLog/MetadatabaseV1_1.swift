@@ -5,7 +5,7 @@ import OfflineStoreMigrations
 /// its reason instead of being dropped.
 enum MetadatabaseV1_1: LibrarySchema {
     static let versionIdentifier: Schema.Version = "1.1.0"
-    static let models: [any Model.Type] = MetadatabaseV1.models + [SyncEndpoint.self, RejectedEntry.self]
+    static let models: [any Model.Type] = MetadatabaseV1.models + [SyncEndpoint.self, RefusedOutgoingEntry.self]
 
     /// One row per server URL and dataset this store syncs with.
     enum SyncEndpoint: Model {
@@ -20,7 +20,7 @@ enum MetadatabaseV1_1: LibrarySchema {
     }
 
     /// A local change the server refused (a 4xx for that change), with the server's reason.
-    enum RejectedEntry: Model {
+    enum RefusedOutgoingEntry: Model {
         static let tableDefinition = TableDefinition("ostore_rejected", sync: .localOnly, options: [.strict]) {
             Column("id", .integer).primaryKey()
             Column("rejectedAt", .real).notNull()

@@ -90,7 +90,7 @@ final class PendingTable {
     }
 
     /// The rows of this table waiting in the stash for their parent, by key (see
-    /// ``waitingEntry(_:columnName:tableID:key:in:_:)``); read once, the first time an entry's row is
+    /// ``waitingEntry(_:_:tableID:key:in:_:)``); read once, the first time an entry's row is
     /// missing (an object lives for one batch).
     private var waiting: [[DatabaseValue]: [String: DatabaseValue]]?
 
@@ -99,18 +99,18 @@ final class PendingTable {
     /// deleted, which is pushed as its delete alone.
     func entry(_ entries: Statement, in log: String, _ db: Database) throws -> PendingEntry? {
         guard
-            case (var entry, let columnName)? = try logged(
+            case (var entry, let logged)? = try logged(
                 entries.value(at: 0), key: entries.value(at: 3), columnName: entries.value(at: 4),
                 clock: entries.value(at: 5))
         else { return nil }
-        guard columnName != "-" else { return entry }
+        guard logged != .deletion else { return entry }
         for (index, value) in entry.keyValues.enumerated() { try read.bind(value, toParameter: index + 1) }
         defer { read.reset() }
         guard try read.step(arguments: entry.keyValues) else {
             return try waitingEntry(
-                entry, columnName: columnName, tableID: entries.value(at: 1), key: entries.value(at: 3), in: log, db)
+                entry, logged, tableID: entries.value(at: 1), key: entries.value(at: 3), in: log, db)
         }
-        try Self.fill(&entry, columnName: columnName, names: read.columnNames) { try read.value(at: $0) }
+        try Self.fill(&entry, logged, names: read.columnNames) { try read.value(at: $0) }
         return entry
     }
 
@@ -122,28 +122,32 @@ final class PendingTable {
     /// its key at least as new as the entry (the waiting row is then another life of the key, not
     /// the one this entry changed; a deletion before the entry is an earlier life's).
     func waitingEntry(
-        _ entry: PendingEntry, columnName: String, tableID: DatabaseValue, key: DatabaseValue, in log: String,
+        _ entry: PendingEntry, _ logged: LoggedColumn, tableID: DatabaseValue, key: DatabaseValue, in log: String,
         _ db: Database
     ) throws -> PendingEntry? {
         if waiting == nil { waiting = try WaitingRows.of(definition.name, keyColumns: keyColumns, db) }
         guard let values = waiting?[entry.keyValues] else { return nil }
         let deleted = SQL(
-            sql: "SELECT 1 FROM \(log) WHERE tableID = ? AND pk = ? AND columnName = '-' AND clock >= ?",
+            sql:
+                "SELECT 1 FROM \(log) WHERE tableID = ? AND pk = ? AND columnName = \(LoggedColumn.deletion.sqlLiteral) AND clock >= ?",
             arguments: [tableID, key, .integer(entry.clock.packed)])
         guard try db.fetchOne(deleted) == nil else { return nil }
         var entry = entry
-        if columnName.isEmpty {
+        switch logged {
+        case .creation:
             let present = definition.columns.compactMap { column in
                 values[column.name.lowercased()].map { (column.name, $0) }
             }
             entry.operation = .insert
             entry.columns = present.map(\.0)
             entry.values = present.map(\.1)
-        } else {
+        case .column(let columnName):
             guard let value = values[columnName.lowercased()] else { return nil }
             entry.operation = .update
             entry.columns = [columnName]
             entry.values = [value]
+        case .deletion:
+            break
         }
         return entry
     }
@@ -167,7 +171,7 @@ final class PendingTable {
             """
             SELECT c.seq, c.pk, c.columnName, c.clock, r.\(key) IS NOT NULL, r.*
             FROM \(log) AS c LEFT JOIN main.\(quoteIdentifier(definition.name)) AS r
-                ON c.columnName <> '-' AND r.\(key) = +c.pk
+                ON c.columnName <> \(LoggedColumn.deletion.sqlLiteral) AND r.\(key) = +c.pk
             WHERE c.seq > ?1 AND c.site = 0 AND +c.tableID = ?2 ORDER BY c.seq LIMIT ?3
             """)
         defer { entries.reset() }
@@ -184,34 +188,33 @@ final class PendingTable {
             let columns = names ?? Array(entries.columnNames.dropFirst(5))
             names = columns
             guard
-                case (var entry, let columnName)? = try logged(
+                case (var entry, let logged)? = try logged(
                     entries.value(at: 0), key: entries.value(at: 1), columnName: entries.value(at: 2),
                     clock: entries.value(at: 3))
             else { continue }
             last = entry.sequence
-            if columnName != "-" {
+            if logged != .deletion {
                 guard try entries.value(at: 4) == .integer(1) else {
                     // No row: waiting in the stash, or changed and then deleted, pushed as its
                     // delete alone (as `entry(_:in:_:)`).
                     if let waiting = try waitingEntry(
-                        entry, columnName: columnName, tableID: .integer(tableID), key: entries.value(at: 1), in: log,
-                        db)
+                        entry, logged, tableID: .integer(tableID), key: entries.value(at: 1), in: log, db)
                     {
                         try body(waiting)
                     }
                     continue
                 }
-                try Self.fill(&entry, columnName: columnName, names: columns) { try entries.value(at: 5 + $0) }
+                try Self.fill(&entry, logged, names: columns) { try entries.value(at: 5 + $0) }
             }
             try body(entry)
         }
         return (count, last)
     }
 
-    /// A log entry of this table (`seq`, `pk`, `columnName`, `clock`) as a delete, with its column
-    /// name; nil when it is not in the form the triggers write.
+    /// A log entry of this table (`seq`, `pk`, `columnName`, `clock`) as a delete, with what it
+    /// dates; nil when it is not in the form the triggers write.
     private func logged(_ sequence: DatabaseValue, key: DatabaseValue, columnName: DatabaseValue, clock: DatabaseValue)
-        throws -> (PendingEntry, columnName: String)?
+        throws -> (PendingEntry, LoggedColumn)?
     {
         guard case .integer(let sequence) = sequence else { return nil }
         let keyValues = try LoggedKey.values(key, columnCount: keyColumns.count)
@@ -225,22 +228,25 @@ final class PendingTable {
         let entry = PendingEntry(
             sequence: sequence, table: definition.name, keyColumns: keyColumns, keyValues: keyValues,
             operation: .delete, columns: [], values: [], clock: ChangeClock(packed: packed) ?? .zero)
-        return (entry, columnName)
+        return (entry, LoggedColumn(stored: columnName))
     }
 
-    /// An insert's every column (`columnName` empty) or an update's one column, from a row whose
-    /// columns are `names` and `value(index)`.
+    /// An insert's every column (a creation entry) or an update's one column, from a row whose
+    /// columns are `names` and `value(index)`; a deletion entry stays the delete it is.
     private static func fill(
-        _ entry: inout PendingEntry, columnName: String, names: [String], value: (Int) throws -> DatabaseValue
+        _ entry: inout PendingEntry, _ logged: LoggedColumn, names: [String], value: (Int) throws -> DatabaseValue
     ) throws {
-        if columnName.isEmpty {
+        switch logged {
+        case .creation:
             entry.operation = .insert
             entry.columns = names
             entry.values = try names.indices.map { try value($0) }
-        } else {
+        case .column(let columnName):
             entry.operation = .update
             entry.columns = [columnName]
             entry.values = [try names.firstIndex(of: columnName).map { try value($0) } ?? .null]
+        case .deletion:
+            break
         }
     }
 }

@@ -15,9 +15,9 @@ import OfflineStoreSQLite
 ///
 /// Applying it gives exactly what applying ``changes`` gives. A batch prepared by a change log
 /// of another schema (the store migrated meanwhile) is prepared again when it applies.
-public struct PreparedChanges: Sendable {
+package struct PreparedChanges: Sendable {
     /// The changes, in order.
-    public let changes: [RemoteChange]
+    package let changes: [IncomingChange]
     /// The schema the batch was prepared against.
     let schema: SchemaSnapshot
     /// The synced tables the changes name, each once; ``ChangePlan/table`` is a place here.
@@ -30,8 +30,8 @@ public struct PreparedChanges: Sendable {
     let rows: PageRows
 
     /// How many changes the batch holds.
-    public var count: Int { changes.count }
-    public var isEmpty: Bool { changes.isEmpty }
+    package var count: Int { changes.count }
+    package var isEmpty: Bool { changes.isEmpty }
 }
 
 /// One change as preparing it found it. The checks that refuse it keep their order in the apply:

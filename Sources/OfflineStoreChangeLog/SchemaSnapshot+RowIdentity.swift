@@ -9,7 +9,7 @@ extension SchemaSnapshot {
     /// ```swift
     /// try RemindersSchemaV2.snapshot().validateRowIdentityForSync()
     /// ```
-    public func validateRowIdentityForSync() throws(ChangeLogError) {
+    func validateRowIdentityForSync() throws(ChangeLogError) {
         for (table, normal) in zip(tables, normalizedTables) where table.sync == .synced {
             let use =
                 "declare a TEXT primary key holding a UUID (Column(\"id\", .text).primaryKey()) or a 16-byte "

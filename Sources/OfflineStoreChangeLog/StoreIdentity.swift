@@ -34,7 +34,7 @@ public struct StoreIdentity: Sendable, Hashable {
     public var siteID: Data
     public var state: State
     /// The clock's persisted high-water mark.
-    public var lastClock: ChangeClock
+    package var lastClock: ChangeClock
 
     static let mainTableName = "ostore_store_identity"
 
@@ -109,7 +109,7 @@ public struct StoreIdentity: Sendable, Hashable {
             """
             UPDATE \(identifier: meta).ostore_changes
             SET clock = 0, site = (SELECT id FROM \(identifier: meta).ostore_sites WHERE siteID = \(siteID))
-            WHERE columnName <> '-'
+            WHERE columnName <> \(LoggedColumn.deletion.stored)
             """)
         try db.execute("UPDATE \(identifier: meta).ostore_sync SET cursor = NULL")
     }

@@ -21,7 +21,7 @@ enum WaitingRows {
                 arguments: [.text(table)]))
         var rows: [[DatabaseValue]: [String: DatabaseValue]] = [:]
         for json in stashed {
-            guard let change = try? JSONDecoder().decode(RemoteChange.self, from: Data(json.utf8)) else { continue }
+            guard let change = try? JSONDecoder().decode(IncomingChange.self, from: Data(json.utf8)) else { continue }
             let columns = Dictionary(
                 change.columns.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
             let key = keyColumns.compactMap { columns[$0.lowercased()] }

@@ -27,8 +27,8 @@ func makeEngine(db: Database, log: ChangeLog, server: URL, token: String, caFile
 func syncAndDescribe(_ engine: SyncEngine) -> String {
     do {
         let report = try engine.sync()
-        var line = "pushed \(report.pushed), pulled \(report.pulled), refused \(report.rejected), "
-        line += "refused here \(report.refused), waiting for an upgrade \(report.stashed)"
+        var line = "pushed \(report.pushed), pulled \(report.pulled), refused \(report.refusedOutgoing), "
+        line += "refused here \(report.refusedIncoming), waiting for an upgrade \(report.stashed)"
         if report.requeued > 0 { line += "; sent again \(report.requeued) the server had lost" }
         if report.redownloaded { line += "; downloaded the dataset again" }
         return line
@@ -49,14 +49,14 @@ struct SyncStatus {
     var lastError: String?
     var datasetSchemaVersion: String?
     var pendingChanges: Int
-    var refusedChanges: [RejectedChangeRecord]
+    var refusedOutgoingChanges: [RefusedOutgoingChangeRecord]
 }
 
 func syncStatus(engine: SyncEngine, db: Database, log: ChangeLog) throws -> SyncStatus {
     let state = try engine.state()  // kept in the metadatabase, per server and dataset
     return SyncStatus(
         lastSyncAt: state.lastSyncAt, lastError: state.lastError, datasetSchemaVersion: state.datasetSchemaVersion,
-        pendingChanges: try log.pendingCount(db), refusedChanges: try log.rejectedChanges(db))
+        pendingChanges: try log.pendingCount(db), refusedOutgoingChanges: try log.refusedOutgoingChanges(db))
 }
 // syncing-status:end
 
@@ -190,8 +190,8 @@ private final class Device {
         #expect(
             syncAndDescribe(device.engine) == "pushed 2, pulled 2, refused 1, refused here 0, waiting for an upgrade 0")
         let status = try syncStatus(engine: device.engine, db: device.db, log: device.log)
-        #expect(status.refusedChanges.map(\.code) == ["clock_out_of_range"])
-        #expect(status.refusedChanges.first?.change.contains(#""b""#) == true)
+        #expect(status.refusedOutgoingChanges.map(\.code) == ["clock_out_of_range"])
+        #expect(status.refusedOutgoingChanges.first?.change.contains(#""b""#) == true)
         #expect(status.pendingChanges == 0)
     }
 

@@ -41,8 +41,8 @@ struct MergeVectorClientTests {
 
         /// What applying `change` alone did: applied, superseded or stashed.
         func apply(_ change: Change) throws -> MergeVector.Outcome? {
-            let outcome = try log.apply([RemoteChange(change)], to: db)
-            #expect(outcome.rejected.isEmpty, "\(outcome.rejected)")
+            let outcome = try log.apply([IncomingChange(change)], to: db)
+            #expect(outcome.refused.isEmpty, "\(outcome.refused)")
             switch (outcome.applied, outcome.superseded, outcome.stashed) {
             case (1, 0, _): return .applied
             case (0, 1, _): return .superseded
@@ -76,7 +76,7 @@ struct MergeVectorClientTests {
                 // A row known only from updates waits in the stash, whole changes by version.
                 var columns: [String: MergedRowState.Cell] = [:]
                 for text in try db.fetchAll(String.self, "SELECT change FROM ostore_meta.ostore_stash") {
-                    let change = try JSONDecoder().decode(RemoteChange.self, from: Data(text.utf8))
+                    let change = try JSONDecoder().decode(IncomingChange.self, from: Data(text.utf8))
                     let version = ChangeVersion(clock: change.clock.packed, site: change.siteID)
                     for (name, value) in change.columns where columns[name]?.version.map({ version > $0 }) ?? true {
                         columns[name] = MergedRowState.Cell(WireValue(value), version)

@@ -66,12 +66,12 @@ struct ProcessesSharingAStoreTests {
         #expect(try store.syncAliceInAnotherProcess() == 0)
         _ = try carol.engine.sync()
         #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "oat milk")
-        #expect(try alice.log.rejectedChanges(alice.db).isEmpty)
+        #expect(try alice.log.refusedOutgoingChanges(alice.db).isEmpty)
 
         try alice.db.execute("UPDATE reminders SET title = 'almond milk' WHERE id = 'R'")
         #expect(try titleClock() <= alice.log.clock.driftBound.packed)
         let report = try alice.engine.sync()
-        #expect(report.restamped == 0 && report.rejected == 0 && report.pushed == 1)
+        #expect(report.restamped == 0 && report.refusedOutgoing == 0 && report.pushed == 1)
         _ = try carol.engine.sync()
         #expect(try carol.db.fetchValue(String.self, "SELECT title FROM reminders WHERE id = 'R'") == "almond milk")
     }

@@ -64,9 +64,9 @@ struct PushBodyLimitTests {
 
         let report = try alice.engine.sync()
         #expect(report.pushed == 3)
-        #expect(report.rejected == 1)
+        #expect(report.refusedOutgoing == 1)
         #expect(try alice.log.pendingCount(alice.db) == 0)
-        let refused = try alice.log.rejectedChanges(alice.db)
+        let refused = try alice.log.refusedOutgoingChanges(alice.db)
         #expect(refused.map(\.code) == ["body_too_large"])
         #expect(refused.first?.change.contains("huge") == true)
         #expect(refused.first?.reason.contains("4096") == true)
@@ -75,7 +75,7 @@ struct PushBodyLimitTests {
 
         _ = try bob.engine.sync()
         #expect(try bob.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id") == ["after", "before"])
-        #expect(try alice.engine.sync().rejected == 0)
+        #expect(try alice.engine.sync().refusedOutgoing == 0)
         withExtendedLifetime(server) {}
     }
 }

@@ -211,9 +211,9 @@ struct PushesInFlightTests {
         try alice.db.execute("UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE seq = \(seq)")
 
         let report = try alice.engine.sync()
-        #expect(report.rejected == 1 && report.pushed == 20)
+        #expect(report.refusedOutgoing == 1 && report.pushed == 20)
         #expect(try alice.log.pendingCount(alice.db) == 0)
-        #expect(try alice.log.rejectedChanges(alice.db).map(\.code) == ["clock_out_of_range"])
+        #expect(try alice.log.refusedOutgoingChanges(alice.db).map(\.code) == ["clock_out_of_range"])
         // Every other change stored, once: none of the second batch skipped.
         #expect(try seqsInTheLog(dataset, of: alice.site) == queued.filter { $0 != seq })
     }

@@ -216,10 +216,10 @@ struct SyncEngineTests {
         try alice.db.execute(
             "UPDATE ostore_meta.ostore_changes SET clock = \(future) WHERE pk = 'B' AND columnName = ''")
         let report = try alice.engine.sync()
-        #expect(report.rejected == 1 && report.pushed == 2)
-        let rejected = try alice.log.rejectedChanges(alice.db)
-        #expect(rejected.map(\.code) == ["clock_out_of_range"])
-        #expect(rejected.first?.change.contains(#""B""#) == true)
+        #expect(report.refusedOutgoing == 1 && report.pushed == 2)
+        let refused = try alice.log.refusedOutgoingChanges(alice.db)
+        #expect(refused.map(\.code) == ["clock_out_of_range"])
+        #expect(refused.first?.change.contains(#""B""#) == true)
         #expect(try alice.log.pendingCount(alice.db) == 0)
     }
 
@@ -245,8 +245,8 @@ struct SyncEngineTests {
                 Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes WHERE seq >= \(aheadFrom)"))
 
         let report = try alice.engine.sync()
-        #expect(report.restamped == stampedAhead && report.rejected == 0)
-        #expect(try alice.log.rejectedChanges(alice.db).isEmpty && alice.log.pendingCount(alice.db) == 0)
+        #expect(report.restamped == stampedAhead && report.refusedOutgoing == 0)
+        #expect(try alice.log.refusedOutgoingChanges(alice.db).isEmpty && alice.log.pendingCount(alice.db) == 0)
         try bob.engine.sync()
         #expect(
             try bob.db.fetchAll(String.self, "SELECT name FROM remindersLists ORDER BY id") == ["One", "Two", "Three"])
@@ -255,7 +255,7 @@ struct SyncEngineTests {
         try bob.db.execute("UPDATE remindersLists SET name = 'Bob' WHERE id = 'C'")
         try bob.engine.sync()
         try alice.db.execute("UPDATE remindersLists SET name = 'Alice' WHERE id = 'C'")
-        #expect(try alice.engine.sync().rejected == 0)
+        #expect(try alice.engine.sync().refusedOutgoing == 0)
         try bob.engine.sync()
         #expect(try bob.db.fetchValue(String.self, "SELECT name FROM remindersLists WHERE id = 'C'") == "Alice")
         #expect(try alice.db.fetchValue(String.self, "SELECT name FROM remindersLists WHERE id = 'C'") == "Alice")

@@ -243,8 +243,8 @@ struct SyncRecoveryTests {
         #expect(reply.status == 200)
 
         let report = try bob.engine.sync()
-        #expect(report.refused == 1)
-        let refused = try bob.log.refusedChanges(bob.db)
+        #expect(report.refusedIncoming == 1)
+        let refused = try bob.log.refusedIncomingChanges(bob.db)
         #expect(refused.count == 1)
         #expect(refused.first?.change.table == "remindersLists")
         #expect(refused.first?.change.columns["name"] == .integer(5))
@@ -252,8 +252,8 @@ struct SyncRecoveryTests {
         #expect(try lists(bob) == ["L:Home"])
         #expect(collector.warnings.value.contains { $0.1["table"] == "remindersLists" && $0.1["reason"] != nil })
         // Kept once: the next sync does not pull it again.
-        #expect(try bob.engine.sync().refused == 0)
-        #expect(try bob.log.refusedCount(bob.db) == 1)
+        #expect(try bob.engine.sync().refusedIncoming == 0)
+        #expect(try bob.log.refusedIncomingCount(bob.db) == 1)
     }
 
     // Regression: a server restored from a backup kept the devices' cursors pointing past changes

@@ -21,7 +21,7 @@ extension Change {
     }
 }
 
-extension RemoteChange {
+extension IncomingChange {
     /// A pulled change as the change log applies it.
     init(_ change: Change) {
         self.init(

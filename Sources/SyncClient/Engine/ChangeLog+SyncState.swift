@@ -19,17 +19,22 @@ public struct SyncState: Sendable, Hashable {
     public init(endpoint: String) { self.endpoint = endpoint }
 }
 
-/// A local change a server refused, kept instead of dropped.
-public struct RejectedChangeRecord: Sendable, Hashable {
-    public var rejectedAt: Date
+/// An outgoing change (one of this device's, pushed) that the server refused, kept in the
+/// metadatabase's `ostore_rejected` with the server's code and reason instead of being dropped.
+///
+/// ```swift
+/// for refused in try log.refusedOutgoingChanges(db) { print(refused.code, refused.reason) }
+/// ```
+public struct RefusedOutgoingChangeRecord: Sendable, Hashable {
+    public var refusedAt: Date
     /// The server's stable error code (`invalid_change`, …).
     public var code: String
     public var reason: String
     /// The change as it was pushed (the protocol's JSON).
     public var change: String
 
-    public init(rejectedAt: Date, code: String, reason: String, change: String) {
-        self.rejectedAt = rejectedAt
+    public init(refusedAt: Date, code: String, reason: String, change: String) {
+        self.refusedAt = refusedAt
         self.code = code
         self.reason = reason
         self.change = change
@@ -107,21 +112,29 @@ extension ChangeLog {
         }
     }
 
-    /// Keeps a change the server refused, with its reason.
-    public func recordRejected(_ record: RejectedChangeRecord, _ db: Database) throws {
+    /// Keeps an outgoing change the server refused, with its code and reason.
+    ///
+    /// ```swift
+    /// try log.recordRefusedOutgoing(RefusedOutgoingChangeRecord(refusedAt: Date(), code: code, reason: reason, change: json), db)
+    /// ```
+    public func recordRefusedOutgoing(_ record: RefusedOutgoingChangeRecord, _ db: Database) throws {
         try db.execute(
             """
             INSERT INTO ostore_meta.ostore_rejected (rejectedAt, code, reason, change)
-            VALUES (\(record.rejectedAt), \(record.code), \(record.reason), \(record.change))
+            VALUES (\(record.refusedAt), \(record.code), \(record.reason), \(record.change))
             """)
     }
 
-    /// Every refused change, oldest first.
-    public func rejectedChanges(_ db: Database) throws -> [RejectedChangeRecord] {
+    /// Every outgoing change the server refused, oldest first.
+    ///
+    /// ```swift
+    /// for refused in try log.refusedOutgoingChanges(db) { print(refused.code, refused.reason) }
+    /// ```
+    public func refusedOutgoingChanges(_ db: Database) throws -> [RefusedOutgoingChangeRecord] {
         try db.fetchAll("SELECT rejectedAt, code, reason, change FROM ostore_meta.ostore_rejected ORDER BY id").map {
             row in
-            RejectedChangeRecord(
-                rejectedAt: try row.decode(at: 0), code: try row.decode(at: 1), reason: try row.decode(at: 2),
+            RefusedOutgoingChangeRecord(
+                refusedAt: try row.decode(at: 0), code: try row.decode(at: 1), reason: try row.decode(at: 2),
                 change: try row.decode(at: 3))
         }
     }
@@ -130,5 +143,17 @@ extension ChangeLog {
     /// database was purged; queued changes stay queued).
     public func resetPullCursors(_ db: Database) throws {
         try db.execute("UPDATE ostore_meta.ostore_sync SET cursor = NULL")
+    }
+}
+
+/// The name the syncing guide used for ``RefusedOutgoingChangeRecord``.
+@available(*, deprecated, renamed: "RefusedOutgoingChangeRecord")
+public typealias RejectedChangeRecord = RefusedOutgoingChangeRecord
+
+extension ChangeLog {
+    /// The name the syncing guide used for ``refusedOutgoingChanges(_:)``.
+    @available(*, deprecated, renamed: "refusedOutgoingChanges(_:)")
+    public func rejectedChanges(_ db: Database) throws -> [RefusedOutgoingChangeRecord] {
+        try refusedOutgoingChanges(db)
     }
 }

@@ -354,15 +354,15 @@ public final class SyncEngine {
     ) throws(SyncError) {
         try store {
             try db.transaction(.immediate) { db in
-                try log.recordRejected(
-                    RejectedChangeRecord(
-                        rejectedAt: Date(), code: code, reason: reason,
+                try log.recordRefusedOutgoing(
+                    RefusedOutgoingChangeRecord(
+                        refusedAt: Date(), code: code, reason: reason,
                         change: String(decoding: try ProtocolJSON.encode(refused), as: UTF8.self)),
                     db)
                 try log.markPushed(db, upTo: refused.seq)
             }
         }
-        report.rejected += 1
+        report.refusedOutgoing += 1
     }
 
     private func pull(
@@ -395,9 +395,9 @@ public final class SyncEngine {
                     // the page is not held twice at its peak.
                     var wire = page.changes
                     page.changes = []
-                    var changes: [RemoteChange] = []
+                    var changes: [IncomingChange] = []
                     changes.reserveCapacity(wire.count)
-                    while let change = wire.popLast() { changes.append(RemoteChange(change)) }
+                    while let change = wire.popLast() { changes.append(IncomingChange(change)) }
                     changes.reverse()
                     return (page, log.prepare(changes))
                 },
@@ -485,7 +485,7 @@ public final class SyncEngine {
                     // applied) and the step to run again.
                     let outcome = try store { try log.apply(changes, to: db) }
                     if page.hasMore { committed() }
-                    report.refused += outcome.rejected.count
+                    report.refusedIncoming += outcome.refused.count
                     try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                     try store { try log.save(applied, db) }
                 } else {
@@ -542,7 +542,7 @@ public final class SyncEngine {
                     // the app's next commit): copying it here would hold sync() for one more round,
                     // with its fsyncs.
                     if last.hasMore { committed() }
-                    report.refused += outcome.rejected.count
+                    report.refusedIncoming += outcome.refused.count
                 }
             } catch {
                 if last.hasMore { next.abandon() }

@@ -4,8 +4,9 @@ import SyncProtocol
 public struct SyncReport: Sendable, Hashable {
     /// Local changes the server acknowledged.
     public var pushed = 0
-    /// Local changes the server refused (kept in the store's rejected changes).
-    public var rejected = 0
+    /// Outgoing changes the server refused, kept with the server's reason in
+    /// ``ChangeLog/refusedOutgoingChanges(_:)``.
+    public var refusedOutgoing = 0
     /// Changes pulled and applied (or found already known). A change can come twice in a first
     /// sync, in its snapshot page and from the log, when its row changed while the snapshot was
     /// read; it counts each time.
@@ -14,9 +15,9 @@ public struct SyncReport: Sendable, Hashable {
     /// an earlier one: for a schema that knows their tables or columns, or for their parent row
     /// (``ChangeLog/stashedCount(_:)``).
     public var stashed = 0
-    /// Pulled changes this store refused to apply (a value of the wrong type for a STRICT column, a
-    /// name that is not an identifier…), kept with the reason in ``ChangeLog/refusedChanges(_:)``.
-    public var refused = 0
+    /// Incoming changes this store refused to apply (a value of the wrong type for a STRICT column, a
+    /// name that is not an identifier…), kept with the reason in ``ChangeLog/refusedIncomingChanges(_:)``.
+    public var refusedIncoming = 0
     /// The server could no longer serve the pull cursor (`invalid_cursor`), or had lost changes it
     /// had acknowledged, so the cursor was dropped and the dataset downloaded again in this sync.
     public var redownloaded = false
@@ -31,6 +32,22 @@ public struct SyncReport: Sendable, Hashable {
     public var datasetSchemaVersion: SchemaVersion?
 
     public init() {}
+}
+
+extension SyncReport {
+    /// The name the syncing guide used for ``refusedOutgoing``.
+    @available(*, deprecated, renamed: "refusedOutgoing")
+    public var rejected: Int {
+        get { refusedOutgoing }
+        set { refusedOutgoing = newValue }
+    }
+
+    /// The name the syncing guide used for ``refusedIncoming``.
+    @available(*, deprecated, renamed: "refusedIncoming")
+    public var refused: Int {
+        get { refusedIncoming }
+        set { refusedIncoming = newValue }
+    }
 }
 
 /// Progress of a pull, for a progress line: changes applied of the total the server announced.

@@ -4,6 +4,8 @@ import RemindersModel
 import SyncProtocol
 import Testing
 
+@testable import OfflineStoreChangeLog
+
 /// A wall clock the test moves by hand.
 private final class FakeWallClock: @unchecked Sendable {
     // Only touched from the test's own thread, one call at a time.

@@ -59,13 +59,13 @@ struct ClockRanAheadTests {
         try stampADayAhead(db, log, from: firstAhead)
         // The first change stamped ahead was pushed and refused: kept with the server's reason and
         // taken off the queue, as the sync engine does; another refusal, for another reason.
-        try log.recordRejected(
-            RejectedChangeRecord(
-                rejectedAt: Date(), code: "clock_out_of_range", reason: "a day ahead",
+        try log.recordRefusedOutgoing(
+            RefusedOutgoingChangeRecord(
+                refusedAt: Date(), code: "clock_out_of_range", reason: "a day ahead",
                 change: #"{"table":"remindersLists","seq":\#(firstAhead)}"#), db)
-        try log.recordRejected(
-            RejectedChangeRecord(
-                rejectedAt: Date(), code: "invalid_change", reason: "something else",
+        try log.recordRefusedOutgoing(
+            RefusedOutgoingChangeRecord(
+                refusedAt: Date(), code: "invalid_change", reason: "something else",
                 change: #"{"table":"remindersLists","seq":\#(firstAhead + 1)}"#), db)
         try log.markPushed(db, upTo: firstAhead)
         let pendingBefore = try log.pendingCount(db)
@@ -87,7 +87,7 @@ struct ClockRanAheadTests {
         #expect(restamped.allSatisfy { $0.clock <= bound && $0.clock > untouched.last!.clock })
         // Queued again, the refused one too; its refusal is gone, the other kept.
         #expect(try log.pendingCount(db) == pendingBefore + 1)
-        #expect(try log.rejectedChanges(db).map(\.code) == ["invalid_change"])
+        #expect(try log.refusedOutgoingChanges(db).map(\.code) == ["invalid_change"])
         #expect(try lastClock(db) == restamped.last?.clock)
 
         // A later write orders after them, within the bound.

@@ -3,6 +3,8 @@ import OfflineStore
 import RemindersModel
 import Testing
 
+@testable import OfflineStoreChangeLog
+
 @Suite("Change log coverage")
 struct LogCoverageTests {
     let directory: TemporaryDirectory

@@ -3,6 +3,8 @@ import OfflineStore
 import SyncProtocol
 import Testing
 
+@testable import OfflineStoreChangeLog
+
 /// Shelves keyed by two columns, items on them (a composite foreign key), a tree of nodes (a key
 /// to its own table), and notes on items kept on this device only.
 private enum StorePlan: MigrationPlan {
@@ -145,11 +147,11 @@ private final class OtherSite {
     func change(
         _ operation: PendingChange.Operation, _ table: String, _ key: [String: DatabaseValue],
         _ columns: [String: DatabaseValue] = [:], secondsFromNow: Int64? = nil
-    ) -> RemoteChange {
+    ) -> IncomingChange {
         counter += 1
         let dated =
             secondsFromNow.map { Int64(Date().timeIntervalSince1970 * 1000) + $0 * 1000 } ?? milliseconds
-        return RemoteChange(
+        return IncomingChange(
             table: table, primaryKey: key, operation: operation,
             columns: operation == .insert ? key.merging(columns) { $1 } : columns,
             clock: ChangeClock(validMilliseconds: dated, counter: counter), siteID: siteID)
@@ -509,13 +511,13 @@ struct OrphanResolutionTests {
 
     /// The members (`id|teamRef`) of a peer that applied `setup`, then `pushed` one change at a
     /// time, and how many changes of its own it then queued (a delete of an orphan, say).
-    private func membersOnAPeer(having setup: [RemoteChange], receiving pushed: [PendingChange]) throws
+    private func membersOnAPeer(having setup: [IncomingChange], receiving pushed: [PendingChange]) throws
         -> (members: [String], queued: Int)
     {
         let peerDB = try Database(path: directory.path("peer.sqlite"))
         let peer = try ChangeLog.open(peerDB, migrator: try Migrator(plan: StorePlan.self))
         _ = try peer.apply(setup, to: peerDB)
-        for change in pushed { _ = try peer.apply([RemoteChange(change, siteID: log.identity.siteID)], to: peerDB) }
+        for change in pushed { _ = try peer.apply([IncomingChange(change, siteID: log.identity.siteID)], to: peerDB) }
         return (
             try peerDB.fetchAll(String.self, "SELECT id || '|' || teamRef FROM members"),
             try peer.pendingCount(peerDB)
@@ -525,7 +527,7 @@ struct OrphanResolutionTests {
     /// Teams 1, 2 and 3 and member M on team 1 (and on team 3 by its other key) from another
     /// site; M moved here to team 2, then there to team 9 (not here): M waits in the stash.
     /// Returns the other site's changes.
-    private func membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine() throws -> [RemoteChange] {
+    private func membersOfTeamOneMovedHereToTeamTwoAndElsewhereToTeamNine() throws -> [IncomingChange] {
         let setup = [
             other.change(.insert, "teams", ["id": .text("1")]),
             other.change(.insert, "teams", ["id": .text("2")]),
@@ -620,7 +622,7 @@ struct OrphanResolutionTests {
 
     /// More deleted parents and written children than one statement binds (1,000 rows).
     @Test func manyParentsDeletedAndManyChildrenWrittenInOneBatch() throws {
-        var batch: [RemoteChange] = []
+        var batch: [IncomingChange] = []
         for index in 0..<1_500 {
             batch.append(other.change(.insert, "nodes", ["id": .text("P\(index)")]))
             batch.append(other.change(.insert, "nodes", ["id": .text("C\(index)")], ["parentID": .text("P\(index)")]))
@@ -746,7 +748,7 @@ struct OrphanResolutionTests {
             other.change(.update, "members", ["id": .text("K"), "ID": .text("L")], ["teamRef": .null]),
         ]
         let outcome = try log.apply(twice, to: db)
-        #expect(outcome.rejected.map(\.index) == [0, 1])
+        #expect(outcome.refused.map(\.index) == [0, 1])
         #expect(try ids("members").isEmpty && log.stashedCount(db) == 0 && noOrphan())
     }
 

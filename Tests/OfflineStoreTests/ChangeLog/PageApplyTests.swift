@@ -4,7 +4,7 @@ import SyncProtocol
 import Testing
 
 /// A page applied whole reads its rows' log entries at once and writes its new entries together
-/// (PageLog in ChangeLog+Apply.swift); a page with a refused change is applied again change by
+/// (PageLog); a page with a refused change is applied again change by
 /// change, each change reading and writing its own entries. Both must merge exactly alike.
 @Suite("Applying a page whole")
 struct PageApplyTests {
@@ -53,7 +53,7 @@ struct PageApplyTests {
     /// Inserts, updates and deletes of few rows (so most rows change several times in a page), with
     /// clocks out of order and from three sites. Some keys are not plain ASCII JSON text (`é`, a
     /// quote, a backslash): they read their entries one at a time, next to the others.
-    private static func changes(count: Int, seed: UInt64) -> [RemoteChange] {
+    private static func changes(count: Int, seed: UInt64) -> [IncomingChange] {
         // A seeded generator (Knuth's MMIX linear congruential one, high bits), so a failing case
         // can be replayed.
         var state = seed
@@ -73,16 +73,16 @@ struct PageApplyTests {
             let rank = DatabaseValue.integer(Int64(random() % 100))
             switch random() % 4 {
             case 0:
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .delete, columns: [:], clock: clock,
                     siteID: site)
             case 1:
                 let columns: [String: DatabaseValue] = random() % 2 == 0 ? ["body": body] : ["rank": rank]
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .update, columns: columns,
                     clock: clock, siteID: site)
             default:
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .insert,
                     columns: ["id": .text(key), "body": body, "rank": rank], clock: clock, siteID: site)
             }
@@ -91,7 +91,7 @@ struct PageApplyTests {
 
     /// A change the apply refuses (its site id is not 16 bytes): its page is applied again change
     /// by change.
-    private static let refused = RemoteChange(
+    private static let refused = IncomingChange(
         table: "notes", primaryKey: ["id": .text("k1")], operation: .update, columns: ["body": .text("x")],
         clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
         siteID: Data(repeating: 9, count: 15))
@@ -111,8 +111,8 @@ struct PageApplyTests {
             start += size
             let outcome = try whole.log.apply(page, to: whole.db)
             let reference = try byChange.log.apply(page + [Self.refused], to: byChange.db)
-            #expect(outcome.rejected.isEmpty)
-            #expect(reference.rejected.map(\.index) == [size])
+            #expect(outcome.refused.isEmpty)
+            #expect(reference.refused.map(\.index) == [size])
             #expect(outcome.applied == reference.applied)
             #expect(outcome.superseded == reference.superseded)
             #expect(outcome.stashed == reference.stashed)
@@ -134,8 +134,8 @@ struct PageApplyTests {
         let outcome = try withRefused.log.apply(
             Array(page[..<150]) + [Self.refused] + Array(page[150...]), to: withRefused.db)
         let reference = try without.log.apply(page, to: without.db)
-        #expect(outcome.rejected.map(\.index) == [150])
-        #expect(outcome.rejected.first?.reason.contains("15 bytes") == true)
+        #expect(outcome.refused.map(\.index) == [150])
+        #expect(outcome.refused.first?.reason.contains("15 bytes") == true)
         #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
         try expectSameState(withRefused.db, as: without.db)
     }
@@ -148,7 +148,7 @@ struct PageApplyTests {
         let site = Data(repeating: 4, count: 16)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         func at(_ offset: Int64) -> ChangeClock { ChangeClock(validMilliseconds: now - 10_000 + offset, counter: 0) }
-        let newer = RemoteChange(
+        let newer = IncomingChange(
             table: "notes", primaryKey: ["id": .text("n")], operation: .insert,
             columns: ["id": .text("n"), "body": .text("new"), "rank": .integer(2)], clock: at(20), siteID: site)
         var older = newer
@@ -179,8 +179,8 @@ struct PageApplyTests {
     /// A change of row `n` of `notes` from site 6, `offset` milliseconds after a fixed time of this run.
     private static func noteChange(
         _ operation: PendingChange.Operation, _ offset: Int64, _ columns: [String: DatabaseValue] = [:]
-    ) -> RemoteChange {
-        RemoteChange(
+    ) -> IncomingChange {
+        IncomingChange(
             table: "notes", primaryKey: ["id": .text("n")], operation: operation, columns: columns,
             clock: ChangeClock(validMilliseconds: start + offset, counter: 0), siteID: Data(repeating: 6, count: 16))
     }
@@ -189,19 +189,19 @@ struct PageApplyTests {
     /// one, and beside a refused change, which takes the way of a savepoint per change) and (after
     /// its first two changes) as one page, and expects row `n` as `id|body|rank` to be `expected`
     /// in all.
-    private func expectTheSameRow(_ expected: String, inEveryOrderOf orders: [String: [RemoteChange]]) throws {
+    private func expectTheSameRow(_ expected: String, inEveryOrderOf orders: [String: [IncomingChange]]) throws {
         for (name, changes) in orders.sorted(by: { $0.key < $1.key }) {
             let oneByOne = try store("one-by-one \(name), \(expected).sqlite")
             for change in changes { _ = try oneByOne.log.apply([change], to: oneByOne.db) }
             let withSavepoints = try store("savepoints \(name), \(expected).sqlite")
             for change in changes {
                 let outcome = try withSavepoints.log.apply([change, Self.refused], to: withSavepoints.db)
-                #expect(outcome.rejected.map(\.index) == [1])
+                #expect(outcome.refused.map(\.index) == [1])
             }
             let page = try store("page \(name), \(expected).sqlite")
             _ = try page.log.apply(Array(changes.prefix(2)), to: page.db)
             let outcome = try page.log.apply(Array(changes.dropFirst(2)), to: page.db)
-            #expect(outcome.rejected.isEmpty)
+            #expect(outcome.refused.isEmpty)
             let whole = try store("whole \(name), \(expected).sqlite")
             _ = try whole.log.apply(changes, to: whole.db)
             let ways = [
@@ -281,7 +281,7 @@ struct PageApplyTests {
         other.primaryKey = ["id": .text("m")]
         let outcome = try log.apply([delete, other] + (withARefusedChange ? [Self.refused] : []), to: db)
         #expect(outcome.applied == 2)
-        #expect(outcome.rejected.count == (withARefusedChange ? 1 : 0))
+        #expect(outcome.refused.count == (withARefusedChange ? 1 : 0))
         try db.execute("INSERT INTO notes (id, body, rank) VALUES ('local', 'after', 4)")
         #expect(try log.pendingChanges(db, limit: 100).map(\.table) == ["notes"])
         #expect(try log.pendingCount(db) == 1)
@@ -333,30 +333,30 @@ struct PageApplyTests {
             while !used.insert(offset).inserted { offset = range.lowerBound + Int64(random(Int(range.count))) }
             return ChangeClock(validMilliseconds: Self.start + offset, counter: 0)
         }
-        let changes = (0..<40).map { _ -> RemoteChange in
+        let changes = (0..<40).map { _ -> IncomingChange in
             let key = keys[random(keys.count)]
             let site = Data(repeating: UInt8(1 + random(3)), count: 16)
             let body = DatabaseValue.text("b\(random(1_000))")
             let rank = DatabaseValue.integer(Int64(random(100)))
             switch random(20) {
             case 0..<8:
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .insert,
                     columns: ["id": .text(key), "body": body, "rank": rank], clock: clock(0..<12_000), siteID: site)
             case 8..<15:
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .update,
                     columns: random(2) == 0 ? ["body": body] : ["rank": rank], clock: clock(0..<split[key]!),
                     siteID: site)
             default:
-                return RemoteChange(
+                return IncomingChange(
                     table: "notes", primaryKey: ["id": .text(key)], operation: .delete, columns: [:],
                     clock: clock(split[key]!..<split[key]! + 3_000), siteID: site)
             }
         }
         var shuffled = changes
         for index in shuffled.indices.reversed() { shuffled.swapAt(index, random(index + 1)) }
-        func rows(_ order: [RemoteChange], _ name: String, pageSize: Int = 1) throws -> [String] {
+        func rows(_ order: [IncomingChange], _ name: String, pageSize: Int = 1) throws -> [String] {
             let (db, log) = try store("\(name).sqlite")
             var start = 0
             while start < order.count {
@@ -374,8 +374,8 @@ struct PageApplyTests {
     }
 
     /// A new row of `notes` from site 5, `offset` milliseconds after a fixed time of this run.
-    private static func newNote(_ id: String, _ offset: Int64) -> RemoteChange {
-        RemoteChange(
+    private static func newNote(_ id: String, _ offset: Int64) -> IncomingChange {
+        IncomingChange(
             table: "notes", primaryKey: ["id": .text(id)], operation: .insert,
             columns: ["id": .text(id), "body": .text("body \(id)"), "rank": .integer(offset % 7)],
             clock: ChangeClock(validMilliseconds: start + offset, counter: 0), siteID: Data(repeating: 5, count: 16))
@@ -401,7 +401,7 @@ struct PageApplyTests {
                 try db.execute("INSERT INTO notes (id, body, rank) VALUES ('n7', 'written here', 1)")
             }
         }
-        var page: [RemoteChange] = []
+        var page: [IncomingChange] = []
         for number in 0..<260 {
             page.append(Self.newNote("n\(number)", Int64(number)))
             if number % 40 == 39 {
@@ -426,8 +426,8 @@ struct PageApplyTests {
             // The first part went change by change (n7 present without entries), the second whole.
             let fallbacks = log.messages.filter { $0 == "applying the batch again change by change" }.count
             #expect(fallbacks - fallbacksBefore == (isSecond ? 0 : 1))
-            #expect(outcome.rejected.isEmpty)
-            #expect(reference.rejected.map(\.index) == [changes.count])
+            #expect(outcome.refused.isEmpty)
+            #expect(reference.refused.map(\.index) == [changes.count])
             #expect(outcome.applied == reference.applied && outcome.superseded == reference.superseded)
             try expectSameState(whole.db, as: byChange.db)
         }
@@ -441,7 +441,7 @@ struct PageApplyTests {
     /// anywhere, an integer in a REAL column, anything in ANY, otherwise the declared class.
     @Test func aStrictTableTakesTheStorageClassesSQLiteTakes() throws {
         let (db, log) = try store("types.sqlite")
-        func note(_ id: String, _ column: String, _ value: DatabaseValue) -> RemoteChange {
+        func note(_ id: String, _ column: String, _ value: DatabaseValue) -> IncomingChange {
             var change = Self.newNote(id, 1)
             change.columns[column] = value
             return change
@@ -454,9 +454,9 @@ struct PageApplyTests {
                 // Regression (review): an `INT` column refused every integer.
                 note("t", "tally", .integer(4)),
             ], to: db)
-        #expect(outcome.rejected.map(\.index) == [1, 3, 5])
-        #expect(outcome.rejected.allSatisfy { $0.reason.contains("in a STRICT table") })
-        #expect(outcome.rejected.first?.reason.contains("column weight is REAL") == true)
+        #expect(outcome.refused.map(\.index) == [1, 3, 5])
+        #expect(outcome.refused.allSatisfy { $0.reason.contains("in a STRICT table") })
+        #expect(outcome.refused.first?.reason.contains("column weight is REAL") == true)
         #expect(outcome.applied == 4)
         #expect(
             try db.fetchAll(
@@ -472,15 +472,15 @@ struct PageApplyTests {
         let (db, log) = try store("tags.sqlite")
         let page = (0..<250).map { number in
             let name = number == 180 ? "tag 17" : "tag \(number)"
-            return RemoteChange(
+            return IncomingChange(
                 table: "tags", primaryKey: ["id": .text("t\(number)")], operation: .insert,
                 columns: ["id": .text("t\(number)"), "name": .text(name)],
                 clock: ChangeClock(validMilliseconds: Self.start + Int64(number), counter: 0),
                 siteID: Data(repeating: 6, count: 16))
         }
         let outcome = try log.apply(page, to: db)
-        #expect(outcome.rejected.map(\.index) == [180])
-        #expect(outcome.rejected.first?.reason.contains("UNIQUE") == true)
+        #expect(outcome.refused.map(\.index) == [180])
+        #expect(outcome.refused.first?.reason.contains("UNIQUE") == true)
         #expect(outcome.applied == 249)
         #expect(try db.count("tags") == 249)
         #expect(
@@ -513,7 +513,7 @@ struct PageApplyTests {
         together.db.setCommitHook(nil)
         #expect(seenByAfterEach == Array(repeating: "inside: true, commits: 0", count: 3))
         #expect(commits.value >= 1)
-        #expect(outcome.applied > 0 && outcome.superseded > 0 && outcome.rejected.isEmpty)
+        #expect(outcome.applied > 0 && outcome.superseded > 0 && outcome.refused.isEmpty)
         try expectSameState(together.db, as: apart.db)
     }
 
@@ -552,7 +552,7 @@ struct PageApplyTests {
         let outcome = try together.log.apply(batches: { remaining.next() }, to: together.db, afterEach: { _ in })
         _ = try reference.log.apply(Array(all[..<120]), to: reference.db)
         _ = try reference.log.apply(Array(all[120...]), to: reference.db)
-        #expect(outcome.rejected.map(\.index) == [120])
+        #expect(outcome.refused.map(\.index) == [120])
         try expectSameState(together.db, as: reference.db)
     }
 
@@ -568,7 +568,7 @@ struct PageApplyTests {
         } throws: { ($0 as? ChangeLogError)?.kind == .batchesRolledBack }
         #expect(try db.count("notes") == 0)
         #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes") == 0)
-        #expect(try log.refusedChanges(db).isEmpty)
+        #expect(try log.refusedIncomingChanges(db).isEmpty)
     }
 
     /// A later batch that cannot be applied whole (it holds a refused change) takes the whole
@@ -592,7 +592,7 @@ struct PageApplyTests {
         #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_changes") == 0)
         for batch in batches {
             let outcome = try log.apply(batch, to: db)
-            #expect(outcome.rejected.map(\.index) == (batch.last == Self.refused ? [80] : []))
+            #expect(outcome.refused.map(\.index) == (batch.last == Self.refused ? [80] : []))
         }
         for batch in batches { _ = try reference.log.apply(batch.filter { $0 != Self.refused }, to: reference.db) }
         try expectSameState(db, as: reference.db)

@@ -5,6 +5,8 @@ import SyncClient
 import SyncProtocol
 import Testing
 
+@testable import OfflineStoreChangeLog
+
 /// Two stores of the Reminders app that exchange changes by hand, as the sync engine will.
 private struct Peer {
     let db: Database
@@ -18,10 +20,10 @@ private struct Peer {
     }
 
     /// Everything not pushed yet, as another site receives it; marks it pushed.
-    func push() throws -> [RemoteChange] {
+    func push() throws -> [IncomingChange] {
         let pending = try log.pendingChanges(db, limit: 10_000)
         if let last = pending.last { try log.markPushed(db, upTo: last.sequence) }
-        return pending.map { RemoteChange($0, siteID: log.identity.siteID) }
+        return pending.map { IncomingChange($0, siteID: log.identity.siteID) }
     }
 
     func rows(_ sql: SQL) throws -> [String] { try db.fetchAll(String.self, sql) }
@@ -38,7 +40,7 @@ struct RemoteApplyTests {
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
         try alice.db.execute("INSERT INTO reminders (id, title, listID, priority) VALUES ('R', 'Milk', 'L', 2)")
         let outcome = try bob.log.apply(try alice.push(), to: bob.db)
-        #expect(outcome.applied == 2 && outcome.rejected.isEmpty)
+        #expect(outcome.applied == 2 && outcome.refused.isEmpty)
         #expect(try bob.rows("SELECT title || priority FROM reminders") == ["Milk2"])
         #expect(try bob.log.pendingCount(bob.db) == 0)  // applied changes are not recorded again
 
@@ -105,7 +107,7 @@ struct RemoteApplyTests {
         let bob = try Peer(directory, "bob.sqlite")
         let site = Data(repeating: 7, count: 16)
         let now = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
-        let good = RemoteChange(
+        let good = IncomingChange(
             table: "remindersLists", primaryKey: ["id": .text("L")], operation: .insert,
             columns: ["id": .text("L"), "name": .text("Home")], clock: now, siteID: site)
         var wrongType = good
@@ -123,18 +125,18 @@ struct RemoteApplyTests {
         oddTable.table = "remindersLists; DROP TABLE reminders"
         let outcome = try bob.log.apply([wrongType, badKey, shortSite, future, injected, oddTable, good], to: bob.db)
         #expect(outcome.applied == 1)
-        #expect(outcome.rejected.map(\.index) == [0, 1, 2, 3, 4, 5])
-        #expect(outcome.rejected[5].reason.contains("not a plain SQL identifier"))
+        #expect(outcome.refused.map(\.index) == [0, 1, 2, 3, 4, 5])
+        #expect(outcome.refused[5].reason.contains("not a plain SQL identifier"))
         #expect(outcome.stashed == 0)
-        #expect(outcome.rejected[0].reason.contains("STRICT"))
-        #expect(outcome.rejected[3].reason.contains("ahead"))
+        #expect(outcome.refused[0].reason.contains("STRICT"))
+        #expect(outcome.refused[3].reason.contains("ahead"))
         #expect(try bob.rows("SELECT name FROM remindersLists") == ["Home"])
         #expect(try bob.db.tableExists("reminders"))
         // Regression: refused changes were only in the outcome, which callers dropped. They are
         // kept in the metadatabase, whole and with their reasons, in the batch's transaction.
-        let kept = try bob.log.refusedChanges(bob.db)
-        #expect(kept.map(\.reason) == outcome.rejected.map(\.reason))
-        #expect(kept.map(\.change) == outcome.rejected.map(\.change))
+        let kept = try bob.log.refusedIncomingChanges(bob.db)
+        #expect(kept.map(\.reason) == outcome.refused.map(\.reason))
+        #expect(kept.map(\.change) == outcome.refused.map(\.change))
     }
 
     /// Regression (review): the clock a store starts with is its saved one or its newest log
@@ -146,8 +148,8 @@ struct RemoteApplyTests {
         let bob = try Peer(directory, "bob.sqlite")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let ahead = ChangeClock(validMilliseconds: now + 120_000, counter: 0)
-        func list(_ id: String, _ clock: ChangeClock) -> RemoteChange {
-            RemoteChange(
+        func list(_ id: String, _ clock: ChangeClock) -> IncomingChange {
+            IncomingChange(
                 table: "remindersLists", primaryKey: ["id": .text(id)], operation: .insert,
                 columns: ["id": .text(id), "name": .text("list \(id)")], clock: clock,
                 siteID: Data(repeating: 9, count: 16))
@@ -169,8 +171,8 @@ struct RemoteApplyTests {
     }
 
     /// An insert of a `tags` row from another site, a second newer than anything written here.
-    private static func laterTagInsert(_ id: String, _ name: String) -> RemoteChange {
-        RemoteChange(
+    private static func laterTagInsert(_ id: String, _ name: String) -> IncomingChange {
+        IncomingChange(
             table: "tags", primaryKey: ["id": .text(id)], operation: .insert,
             columns: ["id": .text(id), "name": .text(name)],
             clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1_000, counter: 0),
@@ -186,8 +188,8 @@ struct RemoteApplyTests {
         let outcome = try bob.log.apply(
             [Self.laterTagInsert("A", "house"), Self.laterTagInsert("B", "house")], to: bob.db)
         #expect(outcome.applied == 1)
-        #expect(outcome.rejected.map(\.index) == [1])
-        #expect(outcome.rejected.first?.reason.contains("UNIQUE") == true)
+        #expect(outcome.refused.map(\.index) == [1])
+        #expect(outcome.refused.first?.reason.contains("UNIQUE") == true)
         #expect(try bob.rows("SELECT id || '/' || name FROM tags ORDER BY id") == ["A/house"])
     }
 
@@ -215,7 +217,7 @@ struct RemoteApplyTests {
         let bob = try Peer(directory, "bob.sqlite")
         let site = Data(repeating: 7, count: 16)
         let now = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
-        let first = RemoteChange(
+        let first = IncomingChange(
             table: "remindersLists", primaryKey: ["id": .text("A")], operation: .insert,
             columns: ["id": .text("A"), "name": .text("Home")], clock: now, siteID: site)
         var halfWay = first
@@ -226,7 +228,7 @@ struct RemoteApplyTests {
         last.columns = ["id": .text("C"), "name": .text("Work")]
         let outcome = try bob.log.apply([first, halfWay, last], to: bob.db)
         #expect(outcome.applied == 2)
-        #expect(outcome.rejected.map(\.index) == [1])
+        #expect(outcome.refused.map(\.index) == [1])
         #expect(outcome.stashed == 0)
         #expect(try bob.rows("SELECT id FROM remindersLists ORDER BY id") == ["A", "C"])
         #expect(try bob.db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
@@ -240,7 +242,7 @@ struct RemoteApplyTests {
         try newer.db.execute("INSERT INTO notes (id, body, pinned) VALUES ('n', 'hello', 1)")
         try newer.db.execute("INSERT INTO folders (id) VALUES ('f')")
         let outcome = try olderLog.apply(try newer.push(), to: older)
-        #expect(outcome.rejected.isEmpty)
+        #expect(outcome.refused.isEmpty)
         #expect(outcome.stashed == 2)  // the pinned column, the folders row
         #expect(try older.scalar(String.self, "SELECT body FROM notes") == "hello")
 
@@ -271,7 +273,7 @@ struct RemoteApplyTests {
         // By the 1.0 preparation the pinned column and the folders row would have gone to the
         // stash and been applied by its retry: three applied, not two.
         #expect(outcome.applied == 2)
-        #expect(outcome.stashed == 0 && outcome.superseded == 0 && outcome.rejected.isEmpty)
+        #expect(outcome.stashed == 0 && outcome.superseded == 0 && outcome.refused.isEmpty)
         #expect(try older.scalar(Int.self, "SELECT pinned FROM notes WHERE id = 'n'") == 1)
         #expect(try older.count("folders") == 1)
         #expect(try older.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") == 0)
@@ -310,7 +312,7 @@ struct RemoteApplyTests {
         #expect(try bob.log.apply(creation, to: bob.db).applied == 1)  // downloaded again
 
         // An edit made elsewhere before Bob's lost one, and never seen by Bob.
-        let edit = RemoteChange(
+        let edit = IncomingChange(
             table: "remindersLists", primaryKey: ["id": .text("L")], operation: .update,
             columns: ["name": .text("Work")],
             clock: ChangeClock(
@@ -346,7 +348,7 @@ struct RemoteApplyTests {
         let bob = try Peer(directory, "bob.sqlite")
         #expect(bob.log.identity.state == .databaseRecreated)
         // The stale insert's site sorts after any other, so at clock 0 it beats Bob's forgotten one.
-        let stale = RemoteChange(
+        let stale = IncomingChange(
             table: "remindersLists", primaryKey: ["id": .text("L")], operation: .insert,
             columns: ["name": .text("Stale")], clock: .zero, siteID: Data(repeating: 0xff, count: 16))
         let fresh = try Peer(directory, "carol.sqlite")
@@ -453,7 +455,7 @@ struct RemoteApplyTests {
         configuration.busyTimeout = .milliseconds(20)
         let db = try Database(path: directory.path("bob.sqlite"), configuration: configuration)
         let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
-        let later = RemoteChange(
+        let later = IncomingChange(
             table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
             columns: ["id": .text("C"), "body": .text("a table of a later release")],
             clock: ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0),
@@ -475,7 +477,7 @@ struct RemoteApplyTests {
     }
 
     /// Alice's list and `count` reminders in it, pushed.
-    private func largeBatch(from alice: Peer, count: Int) throws -> [RemoteChange] {
+    private func largeBatch(from alice: Peer, count: Int) throws -> [IncomingChange] {
         try alice.db.transaction { db in
             try db.execute("INSERT INTO remindersLists (id, name) VALUES ('L', 'Home')")
             for index in 0..<count {
@@ -497,7 +499,7 @@ struct RemoteApplyTests {
         #expect(!before.isEmpty)
 
         let outcome = try bob.log.apply(batch, to: bob.db)
-        #expect(outcome.applied == 1_201 && outcome.rejected.isEmpty)
+        #expect(outcome.applied == 1_201 && outcome.refused.isEmpty)
         #expect(try bob.db.count("reminders") == 1_200)
         #expect(try bob.log.pendingCount(bob.db) == 0)
         #expect(try trackingTriggers(bob) == before)
@@ -530,7 +532,7 @@ struct RemoteApplyTests {
         let before = try trackingTriggers(bob)
 
         let outcome = try bob.log.apply(batch, to: bob.db)
-        #expect(outcome.rejected.map(\.index) == [600])
+        #expect(outcome.refused.map(\.index) == [600])
         #expect(outcome.applied == 1_100)
         #expect(try bob.db.count("reminders") == 1_099)
         #expect(try bob.log.pendingCount(bob.db) == 0)
@@ -573,10 +575,10 @@ struct RemoteApplyTests {
             try bob.log.apply(changes, to: bob.db, alongside: { _ in throw AppFailed() })
         }
         #expect(try bob.db.count("remindersLists") + bob.db.count("reminders") == 0)
-        #expect(try bob.log.refusedChanges(bob.db).isEmpty)
+        #expect(try bob.log.refusedIncomingChanges(bob.db).isEmpty)
 
         let outcome = try bob.log.apply(changes, to: bob.db, alongside: { db in try bob.log.save(state, db) })
-        #expect(outcome.applied == 2 && outcome.rejected.count == 1)
+        #expect(outcome.applied == 2 && outcome.refused.count == 1)
         #expect(try bob.rows("SELECT title FROM reminders") == ["Milk"])
         #expect(try bob.log.syncState(bob.db, endpoint: state.endpoint).cursor == "after-page-1")
     }

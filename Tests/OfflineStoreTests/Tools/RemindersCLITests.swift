@@ -236,10 +236,10 @@ struct RemindersCLITests {
             let clock = ChangeClock(validMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
             _ = try log.apply(
                 [
-                    RemoteChange(
+                    IncomingChange(
                         table: "remindersLists", primaryKey: ["id": .text("X")], operation: .insert,
                         columns: ["id": .text("X"), "name": .integer(5)], clock: clock, siteID: other),
-                    RemoteChange(
+                    IncomingChange(
                         table: "comments", primaryKey: ["id": .text("C")], operation: .insert,
                         columns: ["id": .text("C"), "body": .text("a table of a later release")], clock: clock,
                         siteID: other),

@@ -5,11 +5,11 @@ import SyncProtocol
 /// A change made at another site, as the sync engine hands it to ``ChangeLog/apply(_:to:)``.
 ///
 /// ```swift
-/// let change = RemoteChange(
+/// let change = IncomingChange(
 ///     table: "reminders", primaryKey: ["id": .text(id)], operation: .update,
 ///     columns: ["title": .text("Oat milk")], clock: stamp, siteID: otherSite)
 /// ```
-public struct RemoteChange: Sendable, Hashable, Codable {
+public struct IncomingChange: Sendable, Hashable, Codable {
     public var table: String
     public var primaryKey: [String: DatabaseValue]
     public var operation: PendingChange.Operation
@@ -32,7 +32,7 @@ public struct RemoteChange: Sendable, Hashable, Codable {
     }
 
     /// A local pending change as another site receives it.
-    public init(_ pending: PendingChange, siteID: Data) {
+    init(_ pending: PendingChange, siteID: Data) {
         self.init(
             table: pending.table, primaryKey: pending.primaryKey, operation: pending.operation,
             columns: pending.columns, clock: pending.clock, siteID: siteID)
