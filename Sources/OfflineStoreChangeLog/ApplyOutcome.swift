@@ -4,6 +4,11 @@ import OfflineStoreSQLite
 import SyncProtocol
 
 /// What ``ChangeLog/apply(_:to:)`` did with a batch.
+///
+/// ```swift
+/// let outcome = try log.apply(changes, to: db)
+/// print("\(outcome.applied) applied, \(outcome.stashed) waiting, \(outcome.refused.count) refused")
+/// ```
 public struct ApplyOutcome: Sendable, Hashable {
     /// Changes (or columns of them) that won and were written.
     public var applied = 0

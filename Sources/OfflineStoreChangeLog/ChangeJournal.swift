@@ -12,7 +12,7 @@ import OfflineStoreSQLite
 /// latest journal entry, exactly what the per-row upsert gave.
 ///
 /// Who folds: everything that reads or merges the keyed log on a connection that can write — the
-/// push reader (``ChangeLog/pendingChanges(_:after:limit:)``), the remote apply (first, inside its
+/// push reader (``ChangeLog/pendingChanges(_:after:limit:)``), the incoming apply (first, inside its
 /// transaction), ``ChangeLog/pendingCount(_:)`` outside a transaction, the sync client's
 /// `requeuePushes(after:endpoint:_:)`, a rescan, and the purge handling at attach. Readers that
 /// must not write (``ChangeLogReader``, `ostore log`/`status`/`check`, a pool's `query_only`
@@ -24,7 +24,7 @@ import OfflineStoreSQLite
 /// the numbering restarts at 1 once a fold has emptied the journal. Its place is `seq` plus the
 /// keyed log's newest place when it is folded: the fold gives it that place, and the folded view
 /// shows it. So the newest place, the keyed log's newest plus the journal's largest `seq`, never
-/// goes backwards: an append raises it by one, a direct write to the keyed log (the remote apply,
+/// goes backwards: an append raises it by one, a direct write to the keyed log (the incoming apply,
 /// which folds first) by one, and a fold leaves it as it is (its last entry takes exactly that
 /// place), or, folding only the journal's oldest entries (a push reading its next batch,
 /// ``foldAhead(of:count:_:meta:)``), moves it forward by the journal's entries moved so far: the

@@ -4,6 +4,8 @@ import OfflineStoreSQLite
 import SyncProtocol
 
 extension ChangeLog {
+    /// Writes one version into the keyed log through `statement` (``recordVersionSQL``): a new
+    /// entry, or the entry of that row and column dated again and moved to the end of the queue.
     static func recordVersion(
         _ statement: Statement, _ tableID: Int, _ key: DatabaseValue, _ entry: LoggedColumn, _ clock: ChangeClock,
         _ site: Int
@@ -16,6 +18,7 @@ extension ChangeLog {
         try statement.runToCompletion(arguments: nil)
     }
 
+    /// ``recordVersion(_:_:_:_:_:_:)`` through the connection's cached statement.
     func recordVersion(
         _ tableID: Int, _ key: DatabaseValue, _ entry: LoggedColumn, _ clock: ChangeClock, _ site: Int, _ db: Database
     ) throws {
@@ -37,6 +40,7 @@ extension ChangeLog {
             AND columnName NOT IN (\(LoggedColumn.creation.sqlLiteral), \(LoggedColumn.deletion.sqlLiteral))
         """
 
+    /// The table's number in `ostore_tables`, made when the log first records one of its rows.
     func trackedTableID(_ name: String, _ db: Database) throws -> Int {
         try db.execute("INSERT OR IGNORE INTO ostore_meta.ostore_tables (name) VALUES (\(name))")
         return try db.fetchValue(Int.self, "SELECT id FROM ostore_meta.ostore_tables WHERE name = \(name)") ?? 0

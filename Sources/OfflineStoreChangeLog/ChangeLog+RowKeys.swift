@@ -4,6 +4,8 @@ import OfflineStoreSQLite
 import SyncProtocol
 
 extension ChangeLog {
+    /// The key as the log stores it (`pk`): a one-column key's value, or the values' SQL
+    /// literals joined by commas (``LoggedKey`` reads them back).
     static func loggedKey(_ values: [DatabaseValue]) -> DatabaseValue {
         values.count == 1 ? values[0] : .text(values.map(\.sqlLiteral).joined(separator: ","))
     }

@@ -4,6 +4,7 @@ import OfflineStoreSQLite
 import SyncProtocol
 
 extension ChangeLog {
+    /// How many changes wait in the stash.
     func stashCount(_ db: Database) throws -> Int {
         try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_stash") ?? 0
     }
@@ -17,6 +18,7 @@ extension ChangeLog {
         }.contains(keyValues)
     }
 
+    /// Keeps `change` in the stash, with why it waits, to be applied again by ``applyStash(_:)``.
     func stash(_ change: IncomingChange, reason: String, _ db: Database) throws {
         let json = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
         try db.execute(
