@@ -857,18 +857,22 @@ class Run:
         snapshot, _, _ = pull_all(dataset, reader)
         self.check("push.stored-once", sorted(int(c["seq"].text) for c in log) in ([], [1, 2, 3, 4, 5]) and len(
             snapshot) == 5, "log seqs %s, snapshot %d rows" % ([c["seq"] for c in log], len(snapshot)))
-        refused = [change(site, 6), change(site, 6, key="other")]
+        zipped = dataset.post("push", None, raw=gzip.compress(dumps(push(site, [change(site, 6, key="gz")]))),
+                              headers=[("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
+        self.check("push.a-gzip-body-is-read", zipped.status == 200 and zipped.json()["acknowledgedThrough"] == 6,
+                   zipped.describe())
+        refused = [change(site, 7), change(site, 7, key="other")]
         self.expect("push.seq-must-grow-along-the-batch", dataset.post("push", push(site, refused)), 400,
                     "invalid_change")
-        answer = dataset.post("push", push(site, [change(site, 7, table="items"), change(site, 8, table="1bad")]))
+        answer = dataset.post("push", push(site, [change(site, 8, table="items"), change(site, 9, table="1bad")]))
         self.expect("push.a-refused-batch-stores-nothing", answer, 400, "invalid_change")
         answer = dataset.post("push", push(site, []))
-        self.check("push.a-refused-batch-stores-nothing.mark", answer.json().get("acknowledgedThrough") == 5,
+        self.check("push.a-refused-batch-stores-nothing.mark", answer.json().get("acknowledgedThrough") == 6,
                    answer.describe())
-        ahead = dataset.post("push", push(site, [change(site, 9, clock="%d-0" % (1764000000000 + 300001))]),
+        ahead = dataset.post("push", push(site, [change(site, 10, clock="%d-0" % (1764000000000 + 300001))]),
                              now=1764000000000)
         self.expect("push.a-clock-past-the-drift-is-clock_out_of_range", ahead, 400, "clock_out_of_range")
-        exact = dataset.post("push", push(site, [change(site, 9, clock="%d-65535" % (1764000000000 + 300000))]),
+        exact = dataset.post("push", push(site, [change(site, 10, clock="%d-65535" % (1764000000000 + 300000))]),
                              now=1764000000000)
         self.expect("push.a-clock-exactly-at-the-drift-passes", exact, 200, shape=push_response_problem)
 

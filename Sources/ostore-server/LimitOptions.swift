@@ -9,14 +9,17 @@ import SyncProtocol
 /// guard let limits = LimitOptions.limits(from: arguments) else { return .failure }
 /// ```
 enum LimitOptions {
-    /// One option: its name, default, range and how it sets the limits.
+    /// One option: its name, range and which limit it reads and sets; its default is that limit in
+    /// ``Limits/standard``.
     struct Option: Sendable {
         let name: String
         let valueName: String
         let help: String
-        let defaultValue: Int64
         let range: ClosedRange<Int64>
+        let read: @Sendable (Limits) -> Int64
         let set: @Sendable (inout Limits, Int64) -> Void
+
+        var defaultValue: Int64 { read(.standard) }
 
         var commandOption: CommandOption {
             CommandOption(
@@ -28,27 +31,28 @@ enum LimitOptions {
     static let all: [Option] = [
         Option(
             name: "--max-body-bytes", valueName: "N", help: "largest request body, before and after gunzip",
-            defaultValue: 8_388_608, range: 1024...1 << 30, set: { $0.maxBodyBytes = Int($1) }),
+            range: 1024...1 << 30, read: { Int64($0.maxBodyBytes) }, set: { $0.maxBodyBytes = Int($1) }),
         Option(
-            name: "--max-changes-per-push", valueName: "N", help: "most changes in one push",
-            defaultValue: 5_000, range: 1...100_000, set: { $0.maxChangesPerPush = Int($1) }),
+            name: "--max-changes-per-push", valueName: "N", help: "most changes in one push", range: 1...100_000,
+            read: { Int64($0.maxChangesPerPush) }, set: { $0.maxChangesPerPush = Int($1) }),
         Option(
-            name: "--max-changes-per-pull", valueName: "N", help: "most changes in one pull page",
-            defaultValue: 5_000, range: 1...100_000, set: { $0.maxChangesPerPull = Int($1) }),
+            name: "--max-changes-per-pull", valueName: "N", help: "most changes in one pull page", range: 1...100_000,
+            read: { Int64($0.maxChangesPerPull) }, set: { $0.maxChangesPerPull = Int($1) }),
         Option(
             name: "--max-clock-drift", valueName: "S",
-            help: "how many seconds a change's clock may be ahead of the server's", defaultValue: 300,
-            range: 0...86_400, set: { $0.maxClockDriftMilliseconds = $1 * 1000 }),
+            help: "how many seconds a change's clock may be ahead of the "
+                + "server's", range: 0...86_400, read: { $0.maxClockDriftMilliseconds / 1000 },
+            set: { $0.maxClockDriftMilliseconds = $1 * 1000 }),
         Option(
-            name: "--max-identifier-length", valueName: "N", help: "longest table or column name",
-            defaultValue: 128, range: 1...1024, set: { $0.maxIdentifierLength = Int($1) }),
+            name: "--max-identifier-length", valueName: "N", help: "longest table or column name", range: 1...1024,
+            read: { Int64($0.maxIdentifierLength) }, set: { $0.maxIdentifierLength = Int($1) }),
         Option(
             name: "--max-nesting-depth", valueName: "N", help: "deepest nesting of arrays and objects in a request",
-            defaultValue: 32, range: 8...256, set: { $0.maxNestingDepth = Int($1) }),
+            range: 8...256, read: { Int64($0.maxNestingDepth) }, set: { $0.maxNestingDepth = Int($1) }),
         Option(
             name: "--max-pushes-in-flight", valueName: "N",
-            help: "pushes of one site a client may have sent and not had answered", defaultValue: 2, range: 1...64,
-            set: { $0.maxPushesInFlight = Int($1) }),
+            help: "pushes of one site a client may have sent and not had answered", range: 1...64,
+            read: { Int64($0.pushesInFlight) }, set: { $0.maxPushesInFlight = Int($1) }),
     ]
 
     static var commandOptions: [CommandOption] { all.map(\.commandOption) }
@@ -58,10 +62,7 @@ enum LimitOptions {
     static func limits(from arguments: ParsedArguments) -> Limits? {
         var limits = Limits.standard
         for option in all {
-            guard let text = arguments.values[option.name] else {
-                option.set(&limits, option.defaultValue)
-                continue
-            }
+            guard let text = arguments.values[option.name] else { continue }
             guard let value = Int64(text), option.range.contains(value) else {
                 Console.error(
                     "ostore-server serve: \(option.name) takes a whole number from \(option.range.lowerBound) to "

@@ -5,11 +5,12 @@ extension ErrorBody {
     /// (``Compatibility/maySync(client:dataset:)``). A push is told its changes stay queued, since
     /// the client keeps them until it upgrades.
     ///
+    /// A push of a major above the dataset's is refused with `major_not_allowed`
+    /// (``Compatibility/pushNeedsHello(client:dataset:)``): only a hello moves a dataset's major.
+    ///
     /// ```swift
     /// try ErrorBody.requireMaySync(client: push.schemaVersion, dataset: datasetSchema, pushing: true)
     /// ```
-    /// A push of a major above the dataset's is refused with `major_not_allowed`
-    /// (``Compatibility/pushNeedsHello(client:dataset:)``).
     static func requireMaySync(client: SchemaVersion, dataset: SchemaVersion?, pushing: Bool) throws(ErrorBody) {
         if pushing, Compatibility.pushNeedsHello(client: client, dataset: dataset), let dataset {
             throw ErrorBody(
