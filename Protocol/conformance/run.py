@@ -602,6 +602,7 @@ class Run:
         self.part("pull", self.pulls)
         self.part("lww", self.last_writer_wins)
         self.part("stash", self.stash)
+        self.part("names", self.names)
         self.part("errors", self.error_codes)
         self.part("order", self.order)
         self.part("hello-order", self.hello_order)
@@ -1011,6 +1012,23 @@ class Run:
                    row is not None and "colour" in row["columns"], row)
         self.check("stash.a-table-the-client-lacks-is-served",
                    ("labels", canonical({"id": {"text": "l1"}})) in rows, list(rows))
+
+    def names(self):
+        """Section 5.2: names compare without regard to ASCII case, in the snapshot's rows too."""
+        dataset = self.server.dataset("names")
+        site = new_site()
+        dataset.post("hello", hello(site=site))
+        insert = {"table": "CaseTable", "key": {"ID": {"text": "r1"}}, "op": "insert", "clock": now_clock(-2000),
+                  "site": site, "seq": 1, "columns": {"ID": {"text": "r1"}, "Title": {"text": "first"}}}
+        update = {"table": "casetable", "key": {"id": {"text": "r1"}}, "op": "update", "clock": now_clock(-1000),
+                  "site": site, "seq": 2, "columns": {"title": {"text": "second"}}}
+        answer = dataset.post("push", push(site, [insert, update]))
+        self.check("names.push", answer.status == 200, answer.describe())
+        snapshot, _, _ = pull_all(dataset, new_site())
+        served = {(c["table"], json.dumps(c["key"], sort_keys=True)) for c in snapshot}
+        self.check("names.one-row-whatever-the-case", len(served) == 1, sorted(served))
+        self.check("names.snapshots-serve-lowercase", served == {("casetable", '{"id": {"text": "r1"}}')} and all(
+            name == name.lower() for c in snapshot for name in c["columns"]), snapshot)
 
     # --- every error code ----------------------------------------------------------------------
 

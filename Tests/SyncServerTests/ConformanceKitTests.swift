@@ -43,6 +43,7 @@ struct ConformanceKitTests {
         let output = String(decoding: result.output, as: UTF8.self)
         let errors = String(decoding: result.error, as: UTF8.self)
         let summary = output.split(separator: "\n").last.map(String.init) ?? ""
+        print("conformance kit on \(backend): \(summary)")
         #expect(result.status == 0, "the kit reported failures:\n\(output)\(errors)")
         #expect(summary.contains(" passed, 0 failed"), "\(summary)")
         // Every vector is replayed: only the pending checks, the codes no request provokes and, while
