@@ -1,10 +1,12 @@
 # The two commands of the README: `make test` and `make demo`.
 # Each first installs the Debian packages the package links against (SQLite, libmicrohttpd,
 # zlib, libcrypto, libcurl, libpq) and the commands the demo and tests run (sqlite3, openssl,
-# and PostgreSQL's server: the tests of the PostgreSQL backend start a throwaway cluster of
-# their own with initdb and pg_ctl, see Sources/PostgresScratchCluster/PostgresCluster.swift).
+# PostgreSQL's server: the tests of the PostgreSQL backend start a throwaway cluster of
+# their own with initdb and pg_ctl, see Sources/PostgresScratchCluster/PostgresCluster.swift;
+# python3: the suite runs the protocol's conformance kit, Protocol/conformance/run.py, against
+# the server on both backends).
 
-DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl libpq-dev postgresql
+DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl libpq-dev postgresql python3
 SWIFT ?= swift
 
 .PHONY: test demo deps bench format lint

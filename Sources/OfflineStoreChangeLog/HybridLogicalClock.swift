@@ -45,15 +45,8 @@ package final class HybridLogicalClock: Sendable {
     package func now() -> ChangeClock {
         let wall = wallMilliseconds()
         return state.withLock { last in
-            let next: ChangeClock
-            if wall > last.milliseconds {
-                next = ChangeClock(validMilliseconds: wall, counter: 0)
-            } else if last.counter < ChangeClock.maximumCounter {
-                next = ChangeClock(validMilliseconds: last.milliseconds, counter: last.counter + 1)
-            } else {
-                // 65,536 readings in one millisecond: borrow the next millisecond.
-                next = ChangeClock(validMilliseconds: last.milliseconds + 1, counter: 0)
-            }
+            // 65,536 readings in one millisecond borrow the next millisecond (ChangeClock.successor).
+            let next = wall > last.milliseconds ? ChangeClock(validMilliseconds: wall, counter: 0) : last.successor
             last = next
             return next
         }

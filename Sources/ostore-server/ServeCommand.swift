@@ -9,9 +9,10 @@ import SyncServer
 enum ServeCommand: Command {
     static let name = "serve"
     static let synopsis =
-        "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] [--max-body-bytes N] "
-        + "[--max-clock-drift S] [--headers-timeout S] [--min-body-rate N] [--body-memory-budget N] "
-        + "[--body-memory-per-token N]"
+        "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] "
+        + "[--max-body-bytes N] [--max-changes-per-push N] [--max-changes-per-pull N] [--max-clock-drift S] "
+        + "[--max-identifier-length N] [--max-nesting-depth N] [--max-pushes-in-flight N] [--headers-timeout S] "
+        + "[--min-body-rate N] [--body-memory-budget N] [--body-memory-per-token N] [--allow-test-clock]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
     static let options =
@@ -21,10 +22,7 @@ enum ServeCommand: Command {
             CommandOption(name: "--tls-cert", valueName: "FILE", help: "serve HTTPS with this PEM certificate (chain)"),
             CommandOption(name: "--tls-key", valueName: "FILE", help: "the certificate's unencrypted PEM private key"),
             CommandOption(name: "--threads", valueName: "N", help: "worker threads (default 4)"),
-            CommandOption(name: "--max-body-bytes", valueName: "N", help: "largest request body (default 8388608)"),
-            CommandOption(
-                name: "--max-clock-drift", valueName: "S",
-                help: "how many seconds a change's clock may be ahead of the server's (default 300)"),
+        ] + LimitOptions.commandOptions + [
             CommandOption(
                 name: "--headers-timeout", valueName: "S",
                 help: "seconds a connection has to send a request's headers, and a body's grace (default 10)"),
@@ -37,6 +35,9 @@ enum ServeCommand: Command {
             CommandOption(
                 name: "--body-memory-per-token", valueName: "N",
                 help: "bytes the bodies in flight of one token may take together (default 67108864)"),
+            CommandOption(
+                name: "--allow-test-clock", valueName: nil,
+                help: "honour the \(TestClock.header) request header (conformance runs only; never in production)"),
         ]
     static let details = """
         On start it prints one line on standard output: `listening on http://HOST:PORT` (https with
@@ -53,6 +54,15 @@ enum ServeCommand: Command {
         new incarnation, so devices download it again (see `ostore-server restore`). A PostgreSQL
         database restored with pg_restore needs `ostore-server restore --postgres URL` instead.
 
+        The --max-* options set the limits every hello states (Protocol/README.md, section 12); a
+        conformance run (Protocol/conformance/run.py) starts a second server with
+        --max-changes-per-push 2 for the vectors that name it.
+
+        With --allow-test-clock a request may carry `\(TestClock.header): <milliseconds>` to fix the
+        server's clock for that request (the drift checks of a push, a hello's serverTime). It is for
+        conformance runs: the startup log says so, /healthz answers {"status":"ok","testClock":true},
+        and without the flag a request carrying the header is refused with 400 invalid_message.
+
         exit status: 0 stopped by a signal, 2 usage error or the server could not start
         """
 
@@ -67,26 +77,28 @@ enum ServeCommand: Command {
             Console.error("ostore-server serve: unexpected \(arguments.positionals[0])")
             return .failure
         }
+        guard let limits = LimitOptions.limits(from: arguments) else { return .failure }
         guard let port = UInt16(arguments.values["--port"] ?? "8080"),
             let threads = Int(arguments.values["--threads"] ?? "4"), (1...64).contains(threads),
-            let maxBody = Int(arguments.values["--max-body-bytes"] ?? "8388608"), maxBody >= 1024,
-            let maxDrift = Int64(arguments.values["--max-clock-drift"] ?? "300"), (0...86_400).contains(maxDrift),
             let headersTimeout = Int(arguments.values["--headers-timeout"] ?? "10"),
             (1...3600).contains(headersTimeout),
             let minimumBodyRate = Int(arguments.values["--min-body-rate"] ?? "16384"), minimumBodyRate >= 0,
-            let bodyBudget = Int(arguments.values["--body-memory-budget"] ?? "\(max(268_435_456, maxBody))"),
-            bodyBudget >= maxBody,
+            let bodyBudget = Int(
+                arguments.values["--body-memory-budget"] ?? "\(max(268_435_456, limits.maxBodyBytes))"),
+            bodyBudget >= limits.maxBodyBytes,
             let perToken = Int(
-                arguments.values["--body-memory-per-token"] ?? "\(max(maxBody, min(67_108_864, bodyBudget)))"),
-            (maxBody...bodyBudget).contains(perToken)
+                arguments.values["--body-memory-per-token"]
+                    ?? "\(max(limits.maxBodyBytes, min(67_108_864, bodyBudget)))"),
+            (limits.maxBodyBytes...bodyBudget).contains(perToken)
         else {
             Console.error(
-                "ostore-server serve: --port, --threads (1-64), --max-body-bytes (≥ 1024), --max-clock-drift "
-                    + "(0-86400 seconds), --headers-timeout (1-3600 seconds), --min-body-rate (≥ 0) and "
+                "ostore-server serve: --port, --threads (1-64), --headers-timeout (1-3600 seconds), "
+                    + "--min-body-rate (≥ 0) and "
                     + "--body-memory-budget (≥ --max-body-bytes) and --body-memory-per-token (between the two) take "
                     + "numbers")
             return .failure
         }
+        let maxBody = limits.maxBodyBytes
         let certificate = arguments.values["--tls-cert"]
         let key = arguments.values["--tls-key"]
         guard (certificate == nil) == (key == nil) else {
@@ -129,10 +141,15 @@ enum ServeCommand: Command {
             Console.error("ostore-server serve: \(error)")
             return .failure
         }
-        var limits = Limits.standard
-        limits.maxBodyBytes = maxBody
-        limits.maxClockDriftMilliseconds = maxDrift * 1000
-        let service = SyncService(storage: storage, limits: limits)
+        let allowsTestClock = arguments.flags.contains("--allow-test-clock")
+        if allowsTestClock {
+            RequestLog.write([
+                "event": "testClock",
+                "message": "--allow-test-clock: requests may fix the server's clock with \(TestClock.header); "
+                    + "for conformance runs only",
+            ])
+        }
+        let service = SyncService(storage: storage, limits: limits, allowsTestClock: allowsTestClock)
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
             connectionLimit: Self.connectionLimit, perIPConnectionLimit: 256, maxBodyBytes: maxBody,

@@ -24,6 +24,16 @@ struct ClockSiteVersionTests {
         #expect(last == ChangeClock("281474976710655-65535"))
     }
 
+    /// Section 7.2's counter rule: a full counter moves to the next millisecond with counter 0, and
+    /// the range's last reading stays where it is.
+    @Test func theSuccessorOfAFullCounterIsTheNextMillisecondWithCounterZero() {
+        #expect(ChangeClock("10-3")!.successor == ChangeClock("10-4")!)
+        #expect(ChangeClock("10-65534")!.successor == ChangeClock("10-65535")!)
+        #expect(ChangeClock("10-65535")!.successor == ChangeClock("11-0")!)
+        #expect(ChangeClock("281474976710654-65535")!.successor == ChangeClock("281474976710655-0")!)
+        #expect(ChangeClock("281474976710655-65535")!.successor == ChangeClock("281474976710655-65535")!)
+    }
+
     /// The packed form is an unsigned 64-bit number; kept in a signed one (SQLite's INTEGER) it is
     /// ordered and invertible while milliseconds stay below 2^47, the year 6429.
     @Test func packedClocksAreNonNegativeAndOrderedBelowTwoToTheFortySevenMilliseconds() throws {

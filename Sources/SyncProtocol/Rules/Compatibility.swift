@@ -74,4 +74,16 @@ public enum Compatibility {
         guard let dataset else { return true }
         return client.major >= dataset.major
     }
+
+    /// Whether a push at `client` names a major above the dataset's: only a hello moves a dataset
+    /// to a new major (it checks the major its operator allows, section 11.3), so such a push is
+    /// refused with `409 major_not_allowed`, storing nothing, until the client has said hello.
+    ///
+    /// ```swift
+    /// #expect(Compatibility.pushNeedsHello(client: SchemaVersion(2, 0), dataset: SchemaVersion(1, 1)))
+    /// ```
+    public static func pushNeedsHello(client: SchemaVersion, dataset: SchemaVersion?) -> Bool {
+        guard let dataset else { return false }
+        return client.major > dataset.major
+    }
 }

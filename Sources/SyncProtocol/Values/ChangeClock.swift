@@ -60,6 +60,21 @@ public struct ChangeClock: Sendable, Hashable, Comparable, Codable, CustomString
         self.init(milliseconds: milliseconds, counter: counter)
     }
 
+    /// The next reading after this one within its millisecond (Protocol/README.md, section 7.2):
+    /// the counter plus one, or, when the counter is at 65535, the next millisecond with counter
+    /// 0. The last reading of the range, `281474976710655-65535`, is its own successor.
+    ///
+    /// ```swift
+    /// #expect(ChangeClock("10-65535")!.successor == ChangeClock("11-0")!)
+    /// ```
+    public var successor: ChangeClock {
+        if counter < Self.maximumCounter { return ChangeClock(validMilliseconds: milliseconds, counter: counter + 1) }
+        if milliseconds < Self.maximumMilliseconds {
+            return ChangeClock(validMilliseconds: milliseconds + 1, counter: 0)
+        }
+        return self
+    }
+
     /// See ``init(packed:)``; negative for milliseconds of 2^47 or more.
     public var packed: Int64 { Int64(bitPattern: UInt64(milliseconds) << 16 | UInt64(counter)) }
     public var description: String { "\(milliseconds)-\(counter)" }

@@ -16,6 +16,8 @@ public final class SyncService: Sendable {
     public let metrics: ServerMetrics
     /// The server's clock in milliseconds since 1970 (a test may pin it).
     let now: @Sendable () -> Int64
+    /// Whether a request may fix the clock with ``TestClock/header`` (a conformance run).
+    public let allowsTestClock: Bool
     /// How long a push waits for the batch it follows (``PushRequest/after``) before it is
     /// answered `409 previous_push_missing`. The wait holds no thread (``WaitingPushes``).
     let pushOrderWait: Duration
@@ -41,15 +43,20 @@ public final class SyncService: Sendable {
     /// ```swift
     /// let service = SyncService(storage: storage, cursorKeysRefresh: .seconds(30))
     /// ```
+    ///
+    /// With `allowsTestClock`, a request carrying ``TestClock/header`` is answered at the clock it
+    /// names; without, such a request is refused (`400 invalid_message`).
     public init(
         storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        pushOrderWait: Duration = .seconds(2), cursorKeysRefresh: Duration = .seconds(60)
+        pushOrderWait: Duration = .seconds(2), cursorKeysRefresh: Duration = .seconds(60),
+        allowsTestClock: Bool = false
     ) {
         self.storage = storage
         self.limits = limits
         self.metrics = metrics
         self.now = now
+        self.allowsTestClock = allowsTestClock
         self.pushOrderWait = pushOrderWait
         cursorKeys = PullCursorKeys(storage: storage, refresh: cursorKeysRefresh)
         waitingPushes = WaitingPushes(
@@ -187,7 +194,8 @@ public final class SyncService: Sendable {
         var owned: PushRequest? = consume push
         defer { BackgroundRelease.release(&owned) }
         do {
-            let prepared = try preparePush(owned!, texts: texts, in: request.body, grant: grant)
+            let prepared = try preparePush(
+                owned!, texts: texts, in: request.body, grant: grant, now: try now(for: request))
             if let later = try deferUntilPreviousPush(prepared, request: request, started: started, route: route) {
                 return .deferred(later)
             }
@@ -224,7 +232,7 @@ public final class SyncService: Sendable {
         switch route {
         case .health:
             try storage.checkHealth()
-            return .json(Data(#"{"status":"ok"}"#.utf8))
+            return .json(Data((allowsTestClock ? #"{"status":"ok","testClock":true}"# : #"{"status":"ok"}"#).utf8))
         case .metrics:
             let open = openConnections.withLock { $0 }?() ?? 0
             var response = HTTPResponse.text(metrics.render(openConnections: open))
@@ -243,7 +251,7 @@ public final class SyncService: Sendable {
             switch endpoint {
             case .hello:
                 let hello = try ProtocolJSON.decode(HelloRequest.self, from: request.body, limits: limits)
-                return try Self.json(try self.hello(hello, grant: grant))
+                return try Self.json(try self.hello(hello, grant: grant, now: try now(for: request)))
             case .push:
                 preconditionFailure("pushes are answered by reply(to:), which may defer them")
             case .pull:
@@ -260,8 +268,13 @@ public final class SyncService: Sendable {
         return try checkHead(request.headers, dataset: dataset, endpoint: endpoint)
     }
 
+    /// The server's clock for `request`: the one its ``TestClock/header`` fixes, else ``now``.
+    private func now(for request: HTTPRequest) throws -> Int64 {
+        try TestClock.milliseconds(in: request.headers, allowed: allowsTestClock) ?? now()
+    }
+
     /// Steps 3 and 4 of the protocol's order of checks: the token, a read-only token's push, the
-    /// content type.
+    /// content type; then a test clock the service does not honour (``TestClock``).
     private func checkHead(_ headers: HTTPHeaders, dataset: String, endpoint: Route.Endpoint) throws -> TokenGrant {
         let grant = try authorize(headers, dataset: dataset)
         if endpoint == .push, grant.readOnly {
@@ -270,6 +283,7 @@ public final class SyncService: Sendable {
         guard Self.isJSON(contentType: headers["Content-Type"]) else {
             throw ErrorBody(.unsupportedMediaType, "send the body as Content-Type: application/json")
         }
+        _ = try TestClock.milliseconds(in: headers, allowed: allowsTestClock)
         return grant
     }
 
@@ -306,7 +320,7 @@ public final class SyncService: Sendable {
         }
     }
 
-    func hello(_ hello: HelloRequest, grant: TokenGrant) throws -> HelloResponse {
+    func hello(_ hello: HelloRequest, grant: TokenGrant, now: Int64? = nil) throws -> HelloResponse {
         // Before anything is recorded: a hello as a site another token holds moves nothing. A
         // read-only token cannot push, so its hello neither binds the site nor is refused for it.
         let claimed =
@@ -335,7 +349,7 @@ public final class SyncService: Sendable {
         return HelloResponse(
             protocolVersion: outcome.protocolVersion, supportedProtocolVersions: ProtocolVersion.supported,
             verdict: outcome.verdict, datasetSchemaVersion: after, requiredMajorVersion: outcome.requiredMajorVersion,
-            limits: limits, serverTime: now(), message: message,
+            limits: limits, serverTime: now ?? self.now(), message: message,
             acknowledgedThrough: try claimed ?? storage.datasetState(grant.dataset, site: hello.site).siteHighWater)
     }
 
@@ -352,9 +366,9 @@ public final class SyncService: Sendable {
     /// The checks of a push that need nothing but the push and the dataset's schema version, in the
     /// order of Protocol/README.md section 4, before any wait for the batch before: an app that
     /// must upgrade is told so at once.
-    func preparePush(_ push: PushRequest, texts: [MessageReader.CanonicalText?], in body: Data, grant: TokenGrant)
-        throws -> PreparedPush
-    {
+    func preparePush(
+        _ push: PushRequest, texts: [MessageReader.CanonicalText?], in body: Data, grant: TokenGrant, now: Int64
+    ) throws -> PreparedPush {
         let dataset = grant.dataset
         try checkProtocol(push.protocolVersion)
         // `storeBatch` checks again in its transaction, where the dataset cannot move to a new major
@@ -366,7 +380,6 @@ public final class SyncService: Sendable {
                 .tooManyChanges,
                 "\(push.changes.count) changes in one push; send at most \(limits.maxChangesPerPush) per batch")
         }
-        let now = now()
         var previous: Int64 = 0
         // By index: a copy of each change (its dictionaries retained and released) cost more than its checks.
         for index in push.changes.indices {

@@ -42,6 +42,19 @@ struct HybridLogicalClockTests {
         #expect(clock.now() == ChangeClock(validMilliseconds: 11, counter: 0))
     }
 
+    @Test func aFullCounterAtTheLastMillisecondStaysAtTheLastReading() {
+        let last = ChangeClock(validMilliseconds: ChangeClock.maximumMilliseconds, counter: ChangeClock.maximumCounter)
+        let clock = HybridLogicalClock(lastIssued: last, wallClock: { ChangeClock.maximumMilliseconds + 5 })
+        #expect(clock.now() == last)
+    }
+
+    @Test func aFullCounterAfterAReceivedClockBorrowsTheMillisecondAfterIt() throws {
+        let clock = HybridLogicalClock(lastIssued: .zero, maximumDrift: .seconds(60), wallClock: { 1_000_000 })
+        try clock.receive(ChangeClock(validMilliseconds: 1_060_000, counter: ChangeClock.maximumCounter))
+        #expect(clock.now() == ChangeClock(validMilliseconds: 1_060_001, counter: 0))
+        #expect(clock.now() == ChangeClock(validMilliseconds: 1_060_001, counter: 1))
+    }
+
     @Test func aReceivedClockIsAdoptedWithinTheDriftBoundAndRefusedBeyondIt() throws {
         let wall = FakeWallClock(1_000_000)
         let clock = HybridLogicalClock(lastIssued: .zero, maximumDrift: .seconds(60), wallClock: { wall.milliseconds })

@@ -130,7 +130,8 @@ extension SQLiteSyncStorage {
                     }
                     run = StateFolder.Run(firstSerial: serial, changes: [])
                 }
-                run.changes.append(FoldChange(change, key: try change.canonicalKeyJSON()))
+                let (folded, key) = try change.namedForState(key: try change.canonicalKeyJSON())
+                run.changes.append(FoldChange(folded, key: key))
             }
             serials.removeAll(keepingCapacity: true)
             bodies = LogPage.Entries()
