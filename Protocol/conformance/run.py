@@ -930,8 +930,18 @@ class Run:
             if not page["hasMore"]:
                 break
         snapshot = [c for page in pages if page["phase"] == "snapshot" for c in page["changes"]]
-        self.check("pull.pages-respect-the-limit", all(len(page["changes"]) <= 2 for page in pages),
-                   [len(page["changes"]) for page in pages])
+        # Section 10.2: a log page holds at most `limit` changes, a snapshot page at most `limit` whole rows.
+        self.check("pull.pages-respect-the-limit",
+                   all((len(rows_of(page["changes"])) if page["phase"] == "snapshot" else len(page["changes"])) <= 2
+                       for page in pages),
+                   [(page["phase"], len(page["changes"]), len(rows_of(page["changes"]))) for page in pages])
+        pieces = {}
+        for number, page in enumerate(pages):
+            if page["phase"] == "snapshot":
+                for identity in rows_of(page["changes"]):
+                    pieces.setdefault(identity, set()).add(number)
+        self.check("pull.a-snapshot-page-never-splits-a-row", all(len(found) == 1 for found in pieces.values()),
+                   pieces)
         self.check("pull.snapshot-then-log", phases == sorted(phases, key=lambda phase: phase != "snapshot")
                    and phases[-1] == "log", phases)
         total = len(snapshot)

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 extension ChangeLog {
     /// Does the part of applying `changes` that needs no database (see ``PreparedChanges``), on
@@ -110,24 +111,6 @@ extension ChangeLog {
                 keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }))
     }
 
-    /// Names from the wire are refused unless they are plain identifiers, even before they are
-    /// looked up in the schema, so nothing odd is ever stashed or echoed in a message.
-    static func isPlainIdentifier(_ name: String) -> Bool {
-        // ASCII only, so bytes are scalars; read as UTF-8 bytes, not through Unicode properties.
-        // A native string's bytes are read in place, cheaper than `allSatisfy` over the view.
-        var name = name
-        return name.withUTF8 { bytes in
-            guard let first = bytes.first, bytes.count <= 128, isIdentifierLetter(first) else { return false }
-            for byte in bytes where !isIdentifierLetter(byte) && !(48...57).contains(byte) { return false }
-            return true
-        }
-    }
-
-    @inline(__always)
-    private static func isIdentifierLetter(_ byte: UInt8) -> Bool {
-        (65...90).contains(byte) || (97...122).contains(byte) || byte == 95
-    }
-
     /// Why a change is refused before anything of it is looked up: a site id that is not 16
     /// bytes, or a name that is not a plain identifier (so nothing odd is ever stashed or echoed
     /// in a message).
@@ -136,7 +119,7 @@ extension ChangeLog {
             return ChangeLogError(
                 .invalidChange, table: change.table, "the site id is \(change.siteID.count) bytes, not 16")
         }
-        let isOdd = { (name: String) in !isPlainIdentifier(name) }
+        let isOdd = { (name: String) in !ChangeValidation.isPlainIdentifier(name) }
         guard
             let odd = isOdd(change.table)
                 ? change.table : change.primaryKey.keys.first(where: isOdd) ?? change.columns.keys.first(where: isOdd)

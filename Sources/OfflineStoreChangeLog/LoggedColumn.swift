@@ -5,7 +5,7 @@ import SyncProtocol
 /// creation, its deletion, or one of its columns.
 ///
 /// The log stores the creation as `''` and the deletion as `'-'`, texts no column can be named
-/// (a column's name is a plain identifier, ``ChangeLog/isPlainIdentifier(_:)``); the tracking
+/// (every name from the wire is a plain identifier, `ChangeValidation.isPlainIdentifier`); the tracking
 /// triggers (``ChangeTracker``) and the C change tracking write the same texts. Swift code names
 /// them only through this type; SQL text takes ``sqlLiteral``.
 ///

@@ -18,11 +18,19 @@ public enum ChangeValidation {
     public static func isPlainIdentifier(_ name: String, maximumLength: Int = Limits.standard.maxIdentifierLength)
         -> Bool
     {
-        let bytes = name.utf8
-        guard let first = bytes.first, bytes.count <= maximumLength, isLetterOrUnderscore(first) else { return false }
-        return bytes.allSatisfy { isLetterOrUnderscore($0) || (48...57).contains($0) }
+        // ASCII only, so bytes are scalars; a native string's bytes are read in place, cheaper than
+        // `allSatisfy` over the UTF-8 view (the client asks this of every name of every pulled change).
+        var name = name
+        return name.withUTF8 { bytes in
+            guard let first = bytes.first, bytes.count <= maximumLength, isLetterOrUnderscore(first) else {
+                return false
+            }
+            for byte in bytes where !isLetterOrUnderscore(byte) && !(48...57).contains(byte) { return false }
+            return true
+        }
     }
 
+    @inline(__always)
     private static func isLetterOrUnderscore(_ byte: UInt8) -> Bool {
         byte == 95 || (65...90).contains(byte) || (97...122).contains(byte)
     }
