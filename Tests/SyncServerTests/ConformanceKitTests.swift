@@ -11,9 +11,6 @@ struct ConformanceKitTests {
         // Section 11.1: the fingerprint before the older major (a hello of 1.1.0 with another
         // fingerprint to a dataset at 2.0.0 is 409 schema_conflict), which the hello does not check yet.
         "hello-order.fingerprint-before-older",
-        // Section 5.3: at most `limit` changes a page; a snapshot page counts rows, and a row's
-        // updates come with its insert beyond the limit.
-        "pull.pages-respect-the-limit",
     ]
 
     @Test(arguments: StorageBackend.allCases)
