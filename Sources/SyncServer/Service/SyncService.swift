@@ -31,6 +31,8 @@ public final class SyncService: Sendable {
     private let answerSink: LockedState<(@Sendable (HTTPRequest, HTTPResponse, UInt64) -> Void)?> = LockedState(nil)
     /// The keys pull cursors are signed with, read from ``storage`` and kept.
     let cursorKeys: PullCursorKeys
+    /// The definitions pushes are checked against, by dataset and schema version.
+    let schemaRules: SchemaRulesCache
     /// The HTTP layer's open connections, for `/metrics`.
     let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
 
@@ -52,6 +54,7 @@ public final class SyncService: Sendable {
         self.now = now
         self.pushOrderWait = pushOrderWait
         cursorKeys = PullCursorKeys(storage: storage, refresh: cursorKeysRefresh)
+        schemaRules = SchemaRulesCache(storage: storage)
         waitingPushes = WaitingPushes(
             limits: .init(
                 perSite: max(1, limits.pushesInFlight - 1), perToken: Self.maximumWaitingPushesPerToken,
@@ -307,6 +310,10 @@ public final class SyncService: Sendable {
     }
 
     func hello(_ hello: HelloRequest, grant: TokenGrant) throws -> HelloResponse {
+        // Part of the message (section 4, step 8), so before anything else is looked at.
+        if let problem = hello.schema.definitionProblem(limits: limits) {
+            throw ErrorBody(.invalidMessage, problem)
+        }
         // Before anything is recorded: a hello as a site another token holds moves nothing. A
         // read-only token cannot push, so its hello neither binds the site nor is refused for it.
         let claimed =
@@ -321,11 +328,17 @@ public final class SyncService: Sendable {
         switch outcome.verdict {
         case .compatible, .newerSchemaAvailable:
             after = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: !grant.readOnly)
+            if hello.schema.definition != nil {
+                schemaRules.definitionRecorded(dataset: grant.dataset, version: hello.schema.version)
+            }
             message =
                 outcome.verdict == .compatible
                 ? "ready to sync"
                 : "this dataset has schema \(after?.description ?? "?"); keep what you do not know yet"
         case .upgradeRequired:
+            // The fingerprint comes before the older major (section 11.1, rules 2 and 5): checked,
+            // and nothing recorded.
+            _ = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: false)
             message =
                 "this dataset is at schema major version \(outcome.requiredMajorVersion ?? 0); upgrade the app, "
                 + "your changes stay queued until then"
@@ -368,6 +381,8 @@ public final class SyncService: Sendable {
         }
         let now = now()
         var previous: Int64 = 0
+        // A version no hello announced a definition of is not checked against one.
+        let rules = try schemaRules.rules(dataset: dataset, version: push.schemaVersion)
         // By index: a copy of each change (its dictionaries retained and released) cost more than its checks.
         for index in push.changes.indices {
             if let problem = ChangeValidation.problem(
@@ -381,6 +396,9 @@ public final class SyncService: Sendable {
                     .invalidChange, "change \(index): seq \(seq) does not grow along the batch", changeIndex: index)
             }
             previous = seq
+            if let problem = rules?.problem(in: push.changes[index]) {
+                throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+            }
         }
         let batch = try BatchJSON(push.changes, texts: texts, in: body)
         if let after = push.after {
