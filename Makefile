@@ -4,7 +4,7 @@
 # and PostgreSQL's server: the tests of the PostgreSQL backend start a throwaway cluster of
 # their own with initdb and pg_ctl, see Sources/PostgresScratchCluster/PostgresCluster.swift).
 
-DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl libpq-dev postgresql
+DEBIAN_PACKAGES := libsqlite3-dev sqlite3 libmicrohttpd-dev zlib1g-dev libssl-dev libcurl4-openssl-dev openssl libpq-dev postgresql python3
 SWIFT ?= swift
 
 .PHONY: test demo deps bench format lint
