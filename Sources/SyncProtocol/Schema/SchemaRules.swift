@@ -30,8 +30,33 @@ public final class SchemaRules: Sendable {
     /// The first rule `change` breaks, or nil. A change that passed ``ChangeValidation`` (no name
     /// twice, no null in the key, a key value repeated among an insert's columns equal to it).
     public func problem(in change: Change) -> ChangeValidation.Problem? {
-        guard let table = tables[change.table] ?? tables[change.table.lowercased()] else {
-            return violation("table \(change.table) is not a table of schema \(version)")
+        var last: Lookup?
+        return problem(in: change, last: &last)
+    }
+
+    /// The table a batch's changes named last: most name the same one, which is then not looked up
+    /// again.
+    public struct Lookup {
+        fileprivate let name: String
+        fileprivate let table: TableRules
+    }
+
+    /// ``problem(in:)`` for the changes of one batch in turn, `last` kept between them.
+    ///
+    /// ```swift
+    /// var last: SchemaRules.Lookup?
+    /// for change in push.changes { if let problem = rules.problem(in: change, last: &last) { … } }
+    /// ```
+    public func problem(in change: Change, last: inout Lookup?) -> ChangeValidation.Problem? {
+        let table: TableRules
+        if let last, last.name == change.table {
+            table = last.table
+        } else {
+            guard let found = tables[change.table] ?? tables[change.table.lowercased()] else {
+                return violation("table \(change.table) is not a table of schema \(version)")
+            }
+            table = found
+            last = Lookup(name: change.table, table: found)
         }
         // The key names the key columns, each once (ChangeValidation refused a name twice).
         var keyColumnsNamed = 0
@@ -49,7 +74,7 @@ public final class SchemaRules: Sendable {
             guard let column = table.column(name) else {
                 return violation("column \(name) is not a column of table \(table.name) in schema \(version)")
             }
-            if value == .null, column.isNotNull {
+            if column.isNotNull, case .null = value {
                 return violation("column \(table.name).\(column.name) is NOT NULL; the change sets it to null")
             }
             if let problem = table.typeProblem(value, column) { return violation(problem) }
@@ -71,7 +96,7 @@ public final class SchemaRules: Sendable {
 }
 
 /// What ``SchemaRules`` checks of one table, looked up by name once per change.
-private final class TableRules: Sendable {
+final class TableRules: Sendable {
     struct ColumnRule: Sendable {
         let name: String
         let type: String
@@ -88,7 +113,9 @@ private final class TableRules: Sendable {
     /// come with the key).
     let requiredOnInsert: [String]
     private let columns: [ColumnRule]
-    /// Places in ``columns`` by declared name and by ASCII-lowercased name.
+    /// Places in ``columns`` by ASCII-lowercased name, for a name not spelt as declared: one
+    /// spelt so is found by comparing it with each (cheaper than hashing it, for a table's few
+    /// columns).
     private let places: [String: Int]
 
     init(_ table: SchemaDefinition.Table) {
@@ -106,16 +133,13 @@ private final class TableRules: Sendable {
         }
         requiredOnInsert = columns.filter(\.isRequiredOnInsert).map(\.name)
         var places: [String: Int] = [:]
-        for (place, column) in table.columns.enumerated() {
-            places[column.name.lowercased()] = place
-            places[column.name] = place
-        }
+        for (place, column) in table.columns.enumerated() { places[column.name.lowercased()] = place }
         self.places = places
     }
 
     func column(_ name: String) -> ColumnRule? {
-        guard let place = places[name] ?? places[name.lowercased()] else { return nil }
-        return columns[place]
+        for column in columns where column.name == name { return column }
+        return places[name.lowercased()].map { columns[$0] }
     }
 
     /// Why a STRICT table's column does not take `value`, or nil.

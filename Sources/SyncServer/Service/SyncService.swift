@@ -383,6 +383,7 @@ public final class SyncService: Sendable {
         var previous: Int64 = 0
         // A version no hello announced a definition of is not checked against one.
         let rules = try schemaRules.rules(dataset: dataset, version: push.schemaVersion)
+        var lastTable: SchemaRules.Lookup?
         // By index: a copy of each change (its dictionaries retained and released) cost more than its checks.
         for index in push.changes.indices {
             if let problem = ChangeValidation.problem(
@@ -396,7 +397,7 @@ public final class SyncService: Sendable {
                     .invalidChange, "change \(index): seq \(seq) does not grow along the batch", changeIndex: index)
             }
             previous = seq
-            if let problem = rules?.problem(in: push.changes[index]) {
+            if let problem = rules?.problem(in: push.changes[index], last: &lastTable) {
                 throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
             }
         }
