@@ -71,8 +71,10 @@ extension ChangeLog {
             let shape = tables[place]
             // A key that fails leaves `loggedKey` NULL: no slot below.
             do throws(ChangeLogError) {
-                plan.keyValues = try Self.keyValues(
+                let keyValues = try Self.keyValues(
                     of: change, keyColumns: shape.keyColumns, table: shape.definition.name)
+                try Self.checkStrictKey(keyValues, in: shape)
+                plan.keyValues = keyValues
                 plan.loggedKey = Self.loggedKey(plan.keyValues)
                 (plan.known, plan.unknown) = try Self.valuesByPosition(change, in: shape)
                 for (position, value) in zip(shape.keyPositions, plan.keyValues) { plan.known[position] = value }
@@ -127,6 +129,20 @@ extension ChangeLog {
         return ChangeLogError(
             .invalidChange, table: change.table,
             "\(odd.debugDescription) is not a plain SQL identifier (letters, digits, underscores)")
+    }
+
+    /// A STRICT table's key takes only its columns' classes (``StrictColumnRule``), as the server
+    /// checks (Protocol/README.md, section 5.2): SQLite itself would store an integer given for a
+    /// TEXT key as text, and match it against a text key, so this store would key the row
+    /// otherwise than the server and every other store.
+    private static func checkStrictKey(_ keyValues: [DatabaseValue], in shape: TableShape) throws(ChangeLogError) {
+        guard shape.isStrict else { return }
+        for (position, value) in zip(shape.keyPositions, keyValues) where !shape.accepts(value, at: position) {
+            throw ChangeLogError(
+                .invalidChange, table: shape.definition.name,
+                "key column \(shape.definition.columns[position].name) is \(shape.columnTypes[position]) in a STRICT "
+                    + "table; the change carries \(value.storageClass)")
+        }
     }
 
     /// The change's values by the table's column positions (a name matched as SQLite matches

@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStoreMigrations
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// What applying a change to a synced table needs to know of the table alone, with no database:
 /// its key columns and their positions, how a name from the wire finds its column, and which
@@ -17,9 +18,9 @@ final class TableShape: Sendable {
     /// Whether the table is STRICT, and each column's declared type, for the type check.
     let isStrict: Bool
     let columnTypes: [ColumnType]
-    /// Per column, the storage classes a STRICT table takes in it, as bits (``storageClassBit(_:)``):
-    /// comparing a ``ColumnType`` compares strings, for every value.
-    private let acceptedClasses: [UInt8]
+    /// Per column, the storage classes a STRICT table takes in it (``StrictColumnRule``), looked up
+    /// once: comparing a ``ColumnType`` compares strings, for every value.
+    private let acceptedClasses: [StorageClasses]
     /// Column positions by declared name and by lowercased name; the first column of a
     /// lowercased name wins, as a search from the start would find it.
     private let positions: [String: Int]
@@ -34,12 +35,7 @@ final class TableShape: Sendable {
         isStrict = definition.options.contains(.strict)
         let columnTypes = definition.columns.map(\.type)
         self.columnTypes = columnTypes
-        let samples: [DatabaseValue] = [.null, .integer(0), .real(0), .text(""), .blob(Data([0]))]
-        acceptedClasses = columnTypes.map { type in
-            samples.reduce(0) { accepted, value in
-                Self.fits(value, type) ? accepted | Self.storageClassBit(value) : accepted
-            }
-        }
+        acceptedClasses = columnTypes.map { StrictColumnRule.accepted(byDeclaredType: $0.rawValue) }
         var byName: [String: Int] = [:]
         for (position, column) in definition.columns.enumerated() where byName[column.name.lowercased()] == nil {
             byName[column.name.lowercased()] = position
@@ -48,33 +44,19 @@ final class TableShape: Sendable {
         positions = byName
     }
 
-    /// Whether a STRICT table takes `value` in the column at `position`.
+    /// Whether a STRICT table takes `value` in the column at `position` (``StrictColumnRule``).
     func accepts(_ value: DatabaseValue, at position: Int) -> Bool {
-        acceptedClasses[position] & Self.storageClassBit(value) != 0
-    }
-
-    /// The rule of a STRICT table: NULL anywhere (NOT NULL is SQLite's to check), anything in ANY,
-    /// an integer in a REAL column, otherwise the declared class.
-    /// See <https://www.sqlite.org/stricttables.html>.
-    private static func fits(_ value: DatabaseValue, _ type: ColumnType) -> Bool {
-        switch (type, value) {
-        case (_, .null): true
-        case (.any, _): true
-        case (.integer, .integer), (.text, .text), (.blob, .blob), (.real, .real), (.real, .integer): true
-        // STRICT tables take `INT` as a spelling of INTEGER.
-        case (let type, .integer): type.rawValue.uppercased() == "INT"
-        default: false
-        }
+        acceptedClasses[position].contains(Self.storageClass(value))
     }
 
     @inline(__always)
-    private static func storageClassBit(_ value: DatabaseValue) -> UInt8 {
+    private static func storageClass(_ value: DatabaseValue) -> StorageClasses {
         switch value {
-        case .null: 1
-        case .integer: 2
-        case .real: 4
-        case .text: 8
-        case .blob: 16
+        case .null: .null
+        case .integer: .integer
+        case .real: .real
+        case .text: .text
+        case .blob: .blob
         }
     }
 

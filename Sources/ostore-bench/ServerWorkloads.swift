@@ -173,9 +173,23 @@ final class BenchPeer: Sendable {
     let site: SiteID
     let token: String
     let base: URL
-    let schema = SchemaDescription(
-        version: SchemaVersion(1, 0), fingerprint: "ostore-bench",
-        tables: ["items": ["id", "title", "done", "position"]])
+    /// With a definition, as clients send it, so every pushed change is checked against it
+    /// (Protocol/README.md, section 5.2).
+    let schema: SchemaDescription = {
+        let definition = SchemaDefinition(tables: [
+            .init(
+                name: "items", isStrict: true,
+                columns: [
+                    .init(name: "id", type: "TEXT", isNotNull: true, primaryKeyPosition: 1),
+                    .init(name: "title", type: "TEXT", isNotNull: true),
+                    .init(name: "done", type: "INTEGER", isNotNull: true, defaultValue: .value(.integer(0))),
+                    .init(name: "position", type: "REAL"),
+                ])
+        ])
+        return SchemaDescription(
+            version: SchemaVersion(1, 0), fingerprint: definition.fingerprint,
+            tables: ["items": ["id", "title", "done", "position"]], definition: definition)
+    }()
     /// Push request bodies, one per batch, and the last `seq` of each.
     let batches: [(body: Data, lastSeq: Int64, count: Int)]
 

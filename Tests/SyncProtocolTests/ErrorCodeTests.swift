@@ -9,6 +9,7 @@ struct ErrorCodeTests {
     /// The specification's table, written out independently of `ErrorCode.status`.
     static let specified: [String: (status: Int, retried: Bool)] = [
         "malformed_json": (400, false), "invalid_message": (400, false), "invalid_change": (400, false),
+        "schema_violation": (400, false),
         "clock_out_of_range": (400, false), "too_many_changes": (400, false), "invalid_cursor": (400, false),
         "protocol_unsupported": (400, false), "unauthorized": (401, false), "forbidden": (403, false),
         "read_only_token": (403, false), "site_forbidden": (403, false), "not_found": (404, false),

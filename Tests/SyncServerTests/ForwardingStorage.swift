@@ -25,6 +25,9 @@ extension ForwardingStorage {
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
         try inner.schemaVersion(of: dataset)
     }
+    func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
+        try inner.schemaDefinition(of: dataset, version: version)
+    }
     func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
         try inner.recordSchema(schema, dataset: dataset, mayMoveDataset: mayMoveDataset)
     }

@@ -57,36 +57,20 @@ struct SiteBindingUpgradeTests {
     private func storageOfTheReleaseBefore(_ backend: StorageBackend, in directory: TemporaryDirectory) throws
         -> any SyncStorage
     {
-        switch backend {
-        case .sqlite:
-            let data = URL(fileURLWithPath: directory.path("data"))
-            try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-            let old = try Database(path: data.appendingPathComponent(SQLiteSyncStorage.fileName).path)
-            try Migrator(plan: ServerMigrationPlan.self, releasedUpTo: ServerSchemaV1_4.versionIdentifier).migrate(old)
-            try old.execute(
+        try storageOfAnEarlierRelease(
+            backend, in: directory, sqliteVersion: ServerSchemaV1_4.versionIdentifier, postgresMigration: 4,
+            sqlite: [
                 """
                 INSERT INTO server_datasets (id, name, createdAt, schemaVersion, incarnation)
                 VALUES (1, 'old', 0, '1.0.0', 'before')
-                """)
-            try old.execute("INSERT INTO server_sites (datasetID, site, highSeq) VALUES (1, \(site.bytes), 3)")
-            try old.close()
-            return try SQLiteSyncStorage(directory: data)
-        case .postgres:
-            let url = try PostgresCluster.shared().createDatabase()
-            try PostgresMigration.migrate(
-                try PostgresConnection(url: url), PostgresMigration.all.filter { $0.version < 4 })
-            try PostgresCluster.shared().execute(
-                """
+                """,
+                "INSERT INTO server_sites (datasetID, site, highSeq) VALUES (1, \(site.bytes), 3)",
+            ],
+            postgres: """
                 INSERT INTO server_datasets (name, schema_version, incarnation) VALUES ('old', '1.0.0', 'before');
                 INSERT INTO server_sites (dataset_id, site, high_seq)
                     SELECT id, '\\x0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a'::bytea, 3 FROM server_datasets;
-                """, in: url)
-            let storage = try PostgresSyncStorage(url: url, connections: 1)
-            let ledger = try PostgresConnection(url: url).execute(PostgresSyncStorage.Statements.appliedMigrations)
-            #expect(ledger.rowCount == PostgresMigration.all.count)
-            #expect(try ledger.string(row: 3, column: 1) == PostgresMigration.all[3].checksum)
-            return storage
-        }
+                """)
     }
 
     private func change(seq: Int64) -> Change {

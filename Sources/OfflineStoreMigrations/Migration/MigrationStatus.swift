@@ -1,5 +1,6 @@
 import Foundation
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// What a database says about its migrations, read without the app's code: the ledger of
 /// applied stages and the plan the app last migrated with (stored beside the ledger).

@@ -1,3 +1,5 @@
+import SyncProtocol
+
 /// One unit the migrator applies and records: the creation of the first schema version
 /// (position 0), or stage *n* of the plan (position *n* + 1).
 struct MigrationStep: Sendable {

@@ -1,4 +1,5 @@
 import OfflineStoreSQLite
+import SyncProtocol
 
 /// The tables of one schema, declared or read from a live database, with a canonical text and
 /// a fingerprint that are stable across runs and platforms.

@@ -34,12 +34,14 @@ extension IncomingChange {
 }
 
 extension SchemaDescription {
-    /// What a store announces: its version, fingerprint and synced tables with their columns.
+    /// What a store announces: its version, its synced tables with their columns, their
+    /// ``SchemaDefinition`` and its fingerprint.
     init(_ schema: SchemaSnapshot) {
         var tables: [String: [String]] = [:]
         for table in schema.tables where table.sync == .synced { tables[table.name] = table.columns.map(\.name) }
+        let definition = SchemaDefinition(schema)
         self.init(
-            version: schema.version ?? SchemaVersion(0, 0), fingerprint: schema.fingerprint,
-            tables: tables)
+            version: schema.version ?? SchemaVersion(0, 0), fingerprint: definition.fingerprint, tables: tables,
+            definition: definition)
     }
 }

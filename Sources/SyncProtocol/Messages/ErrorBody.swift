@@ -33,6 +33,12 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case invalidMessage = "invalid_message"
     /// One change breaks a rule (identifier, value, operation, site, sequence); `changeIndex` says which.
     case invalidChange = "invalid_change"
+    /// One change breaks a rule of the schema version it was pushed under (section 5.2, "Changes
+    /// and the schema": an unknown table or column, a key that is not the table's, null in a NOT
+    /// NULL column, an insert without a NOT NULL column that has no default, a value a STRICT
+    /// column does not take): every client of that version would refuse it. `changeIndex` says
+    /// which; the client keeps it as refused, as an `invalid_change`.
+    case schemaViolation = "schema_violation"
     /// A change's clock is further ahead of the server's than the drift limit.
     case clockOutOfRange = "clock_out_of_range"
     /// A push with more changes than ``Limits/maxChangesPerPush``.
@@ -96,7 +102,8 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
 
     public var status: Int {
         switch self {
-        case .malformedJSON, .invalidMessage, .invalidChange, .clockOutOfRange, .tooManyChanges, .invalidCursor,
+        case .malformedJSON, .invalidMessage, .invalidChange, .schemaViolation, .clockOutOfRange, .tooManyChanges,
+            .invalidCursor,
             .protocolUnsupported, .invalidBodyEncoding, .malformedRequest:
             400
         case .lengthRequired: 411

@@ -33,6 +33,8 @@ public final class SyncService: Sendable {
     private let answerSink: LockedState<(@Sendable (HTTPRequest, HTTPResponse, UInt64) -> Void)?> = LockedState(nil)
     /// The keys pull cursors are signed with, read from ``storage`` and kept.
     let cursorKeys: PullCursorKeys
+    /// The definitions pushes are checked against, by dataset and schema version.
+    let schemaRules: SchemaRulesCache
     /// The HTTP layer's open connections, for `/metrics`.
     let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
 
@@ -59,6 +61,7 @@ public final class SyncService: Sendable {
         self.allowsTestClock = allowsTestClock
         self.pushOrderWait = pushOrderWait
         cursorKeys = PullCursorKeys(storage: storage, refresh: cursorKeysRefresh)
+        schemaRules = SchemaRulesCache(storage: storage)
         waitingPushes = WaitingPushes(
             limits: .init(
                 perSite: max(1, limits.pushesInFlight - 1), perToken: Self.maximumWaitingPushesPerToken,
@@ -321,6 +324,10 @@ public final class SyncService: Sendable {
     }
 
     func hello(_ hello: HelloRequest, grant: TokenGrant, now: Int64? = nil) throws -> HelloResponse {
+        // Part of the message (section 4, step 8), so before anything else is looked at.
+        if let problem = hello.schema.definitionProblem(limits: limits) {
+            throw ErrorBody(.invalidMessage, problem)
+        }
         // Before anything is recorded: a hello as a site another token holds moves nothing. A
         // read-only token cannot push, so its hello neither binds the site nor is refused for it.
         let claimed =
@@ -335,11 +342,17 @@ public final class SyncService: Sendable {
         switch outcome.verdict {
         case .compatible, .newerSchemaAvailable:
             after = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: !grant.readOnly)
+            if hello.schema.definition != nil {
+                schemaRules.definitionRecorded(dataset: grant.dataset, version: hello.schema.version)
+            }
             message =
                 outcome.verdict == .compatible
                 ? "ready to sync"
                 : "this dataset has schema \(after?.description ?? "?"); keep what you do not know yet"
         case .upgradeRequired:
+            // The fingerprint comes before the older major (section 11.1, rules 2 and 5): checked,
+            // and nothing recorded.
+            _ = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: false)
             message =
                 "this dataset is at schema major version \(outcome.requiredMajorVersion ?? 0); upgrade the app, "
                 + "your changes stay queued until then"
@@ -381,6 +394,9 @@ public final class SyncService: Sendable {
                 "\(push.changes.count) changes in one push; send at most \(limits.maxChangesPerPush) per batch")
         }
         var previous: Int64 = 0
+        // A version no hello announced a definition of is not checked against one.
+        let rules = try schemaRules.rules(dataset: dataset, version: push.schemaVersion)
+        var lastTable: SchemaRules.Lookup?
         // By index: a copy of each change (its dictionaries retained and released) cost more than its checks.
         for index in push.changes.indices {
             if let problem = ChangeValidation.problem(
@@ -394,6 +410,9 @@ public final class SyncService: Sendable {
                     .invalidChange, "change \(index): seq \(seq) does not grow along the batch", changeIndex: index)
             }
             previous = seq
+            if let problem = rules?.problem(in: push.changes[index], last: &lastTable) {
+                throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+            }
         }
         let batch = try BatchJSON(push.changes, texts: texts, in: body)
         if let after = push.after {

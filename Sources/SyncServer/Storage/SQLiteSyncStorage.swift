@@ -274,6 +274,21 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
+    public func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
+        try serverWork("reading a schema definition of dataset \(dataset)") {
+            try pool.read { db in
+                try db.fetchValue(
+                    String.self,
+                    """
+                    SELECT s.definition FROM server_schema_definitions AS s
+                    JOIN server_datasets AS d ON d.id = s.datasetID
+                    WHERE d.name = \(dataset) AND s.version = \(version.description)
+                    """
+                ).map(RecordedSchema.definition(fromStored:))
+            }
+        }
+    }
+
     public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
         -> SchemaVersion?
     {
@@ -287,23 +302,32 @@ public final class SQLiteSyncStorage: SyncStorage {
                     schema.version, dataset: dataset, current: current,
                     allowed: try row.flatMap { try $0.decode(Int?.self, at: 1) })
                 let version = schema.version.description
-                if let known = try db.fetchValue(
-                    String.self,
-                    "SELECT fingerprint FROM server_schemas WHERE datasetID = \(datasetID) AND version = \(version)")
-                {
-                    guard known == schema.fingerprint else {
-                        throw ErrorBody(
-                            .schemaConflict,
-                            "schema \(version) was announced with fingerprint \(known.prefix(16))…, this client has "
-                                + "\(schema.fingerprint.prefix(16))…: two builds claim the same version; give the changed "
-                                + "schema a new version number")
-                    }
-                } else if mayMoveDataset {
+                let recorded = RecordedSchema(
+                    fingerprint: try db.fetchValue(
+                        String.self,
+                        "SELECT fingerprint FROM server_schemas WHERE datasetID = \(datasetID) AND version = \(version)"
+                    ),
+                    definitionFingerprint: try db.fetchValue(
+                        String.self,
+                        """
+                        SELECT fingerprint FROM server_schema_definitions
+                        WHERE datasetID = \(datasetID) AND version = \(version)
+                        """))
+                switch try recorded.check(schema) {
+                case .fingerprint? where mayMoveDataset:
                     try db.execute(
                         """
                         INSERT INTO server_schemas (datasetID, version, fingerprint)
                         VALUES (\(datasetID), \(version), \(schema.fingerprint))
                         """)
+                case .definition? where mayMoveDataset:
+                    let definition = try RecordedSchema.storedText(schema.definition!)
+                    try db.execute(
+                        """
+                        INSERT INTO server_schema_definitions (datasetID, version, fingerprint, definition)
+                        VALUES (\(datasetID), \(version), \(schema.fingerprint), \(definition))
+                        """)
+                default: break
                 }
                 if mayMoveDataset, current.map({ schema.version > $0 }) ?? true {
                     try db.execute("UPDATE server_datasets SET schemaVersion = \(version) WHERE id = \(datasetID)")

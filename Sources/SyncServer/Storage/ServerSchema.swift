@@ -6,7 +6,7 @@ import OfflineStoreSQLite
 enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
         ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self, ServerSchemaV1_4.self,
-        ServerSchemaV1_5.self, ServerSchemaV1_6.self,
+        ServerSchemaV1_5.self, ServerSchemaV1_6.self, ServerSchemaV1_7.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
@@ -19,6 +19,7 @@ enum ServerMigrationPlan: MigrationPlan {
         .lightweight(fromVersion: ServerSchemaV1_3.self, toVersion: ServerSchemaV1_4.self),
         .lightweight(fromVersion: ServerSchemaV1_4.self, toVersion: ServerSchemaV1_5.self),
         .lightweight(fromVersion: ServerSchemaV1_5.self, toVersion: ServerSchemaV1_6.self),
+        .lightweight(fromVersion: ServerSchemaV1_6.self, toVersion: ServerSchemaV1_7.self),
     ]
 }
 
@@ -40,7 +41,8 @@ enum ServerSchemaV1: VersionedSchema {
         }
     }
 
-    /// The fingerprint each schema version was first announced with.
+    /// The fingerprint each schema version was first announced with (from 1.7: by a hello without a
+    /// definition; ``ServerSchemaV1_7`` keeps the definitions).
     enum DatasetSchema: Model {
         static let tableDefinition = TableDefinition(
             "server_schemas", sync: .localOnly, options: [.strict, .withoutRowID]

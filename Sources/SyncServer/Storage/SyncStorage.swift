@@ -59,9 +59,15 @@ public protocol SyncStorage: Sendable {
     func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
     /// The newest schema version the dataset has seen (nil when no client has joined).
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion?
+    /// The definition `version` of `dataset` was first announced with by a read-write hello
+    /// (``SchemaDescription/definition``), or nil when no hello brought one: pushes under it are
+    /// checked against it (``SchemaRules``).
+    func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition?
     /// Records that a client with this schema joined. A version newer than the dataset's newest
-    /// moves the dataset to it when `mayMoveDataset`. Throws `ErrorBody(.schemaConflict)` when the
-    /// version is known with another fingerprint, and `ErrorBody(.majorNotAllowed)`, with or without
+    /// moves the dataset to it when `mayMoveDataset`, which also records the version's fingerprint,
+    /// or its definition, the first time it is announced (``RecordedSchema``); without it nothing is
+    /// recorded and the schema is only checked. Throws `ErrorBody(.schemaConflict)` when the
+    /// version is known with another fingerprint of the same kind, and `ErrorBody(.majorNotAllowed)`, with or without
     /// `mayMoveDataset`, when its major is above the highest the operator allows
     /// (``allowMajor(_:dataset:)``).
     func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion?

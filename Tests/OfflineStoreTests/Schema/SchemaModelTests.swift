@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import SyncProtocol
 import Testing
 
 @testable import OfflineStoreMigrations

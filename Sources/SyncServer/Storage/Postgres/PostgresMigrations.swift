@@ -23,6 +23,7 @@ struct PostgresMigration: Sendable {
         PostgresMigration(version: 3, name: "log fingerprints", sql: version3),
         PostgresMigration(version: 4, name: "pull cursor keys", sql: version4),
         PostgresMigration(version: 5, name: "site bindings and major allowances", sql: version5),
+        PostgresMigration(version: 6, name: "schema definitions", sql: version6),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -140,6 +141,22 @@ struct PostgresMigration: Sendable {
     private static let version5 = """
         ALTER TABLE server_sites ADD COLUMN IF NOT EXISTS token_id text;
         ALTER TABLE server_datasets ADD COLUMN IF NOT EXISTS allowed_major integer;
+        """
+
+    /// Keeps the definition of each schema version a hello announced with one, with its
+    /// fingerprint (``RecordedSchema``; as the SQLite schema's version 1.7 does), beside the
+    /// fingerprints of hellos without one in `server_schemas`: pushes under a version with a
+    /// definition are checked against it (``SchemaRules``). `definition` is its canonical JSON. A
+    /// server of an earlier release still running beside this one neither records nor checks
+    /// definitions until it is replaced.
+    private static let version6 = """
+        CREATE TABLE IF NOT EXISTS server_schema_definitions (
+            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            version text COLLATE "C" NOT NULL,
+            fingerprint text NOT NULL,
+            definition text NOT NULL,
+            PRIMARY KEY (dataset_id, version)
+        );
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

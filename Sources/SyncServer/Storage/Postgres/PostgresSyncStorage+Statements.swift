@@ -120,6 +120,21 @@ extension PostgresSyncStorage {
         static let insertSchema = PostgresStatement(
             "insertSchema", "INSERT INTO server_schemas (dataset_id, version, fingerprint) VALUES ($1, $2, $3)",
             [.int8, .text, .text])
+        static let schemaDefinitionFingerprint = PostgresStatement(
+            "schemaDefinitionFingerprint",
+            "SELECT fingerprint FROM server_schema_definitions WHERE dataset_id = $1 AND version = $2", [.int8, .text])
+        static let insertSchemaDefinition = PostgresStatement(
+            "insertSchemaDefinition",
+            """
+            INSERT INTO server_schema_definitions (dataset_id, version, fingerprint, definition)
+            VALUES ($1, $2, $3, $4)
+            """, [.int8, .text, .text, .text])
+        static let schemaDefinition = PostgresStatement(
+            "schemaDefinition",
+            """
+            SELECT s.definition FROM server_schema_definitions AS s JOIN server_datasets AS d ON d.id = s.dataset_id
+            WHERE d.name = $1 AND s.version = $2
+            """, [.text, .text])
         static let setSchemaVersion = PostgresStatement(
             "setSchemaVersion", "UPDATE server_datasets SET schema_version = $2 WHERE id = $1", [.int8, .text])
 

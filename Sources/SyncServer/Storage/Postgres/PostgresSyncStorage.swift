@@ -189,6 +189,15 @@ public final class PostgresSyncStorage: SyncStorage {
         }
     }
 
+    public func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
+        try serverWork("reading a schema definition of dataset \(dataset)") { connection in
+            let result = try connection.execute(
+                Statements.schemaDefinition, [.text(dataset), .text(version.description)])
+            guard result.rowCount == 1 else { return nil }
+            return try RecordedSchema.definition(fromStored: try result.string(row: 0, column: 0))
+        }
+    }
+
     public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
         -> SchemaVersion?
     {
@@ -203,19 +212,26 @@ public final class PostgresSyncStorage: SyncStorage {
                     schema.version, dataset: dataset, current: current,
                     allowed: try state.optionalInt64(row: 0, column: 4).map { Int($0) })
                 let version = schema.version.description
-                let known = try connection.execute(Statements.schemaFingerprint, [.int8(datasetID), .text(version)])
-                if known.rowCount == 1 {
-                    let fingerprint = try known.string(row: 0, column: 0)
-                    guard fingerprint == schema.fingerprint else {
-                        throw ErrorBody(
-                            .schemaConflict,
-                            "schema \(version) was announced with fingerprint \(fingerprint.prefix(16))…, this client "
-                                + "has \(schema.fingerprint.prefix(16))…: two builds claim the same version; give the "
-                                + "changed schema a new version number")
-                    }
-                } else if mayMoveDataset {
+                let fingerprint = try connection.execute(
+                    Statements.schemaFingerprint, [.int8(datasetID), .text(version)])
+                let definitionFingerprint = try connection.execute(
+                    Statements.schemaDefinitionFingerprint, [.int8(datasetID), .text(version)])
+                let recorded = RecordedSchema(
+                    fingerprint: fingerprint.rowCount == 1 ? try fingerprint.string(row: 0, column: 0) : nil,
+                    definitionFingerprint: definitionFingerprint.rowCount == 1
+                        ? try definitionFingerprint.string(row: 0, column: 0) : nil)
+                switch try recorded.check(schema) {
+                case .fingerprint? where mayMoveDataset:
                     try connection.execute(
                         Statements.insertSchema, [.int8(datasetID), .text(version), .text(schema.fingerprint)])
+                case .definition? where mayMoveDataset:
+                    try connection.execute(
+                        Statements.insertSchemaDefinition,
+                        [
+                            .int8(datasetID), .text(version), .text(schema.fingerprint),
+                            .text(try RecordedSchema.storedText(schema.definition!)),
+                        ])
+                default: break
                 }
                 if mayMoveDataset, current.map({ schema.version > $0 }) ?? true {
                     try connection.execute(Statements.setSchemaVersion, [.int8(datasetID), .text(version)])

@@ -1,8 +1,9 @@
-/// SHA-256 (FIPS 180-4), used for schema fingerprints and stage checksums.
+/// SHA-256 (FIPS 180-4), used for schema fingerprints (the store's and the protocol's schema
+/// definitions, section 5.1) and stage checksums.
 ///
 /// Foundation on Linux has no digest API and no package can be fetched, so the library carries
 /// this small implementation; it hashes a few kilobytes of canonical schema text, never user data.
-struct SHA256 {
+package struct SHA256 {
     private static let roundConstants: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
         0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
@@ -15,14 +16,14 @@ struct SHA256 {
     ]
 
     /// The lowercase hex digest of `text`'s UTF-8 bytes.
-    static func hexDigest(_ text: String) -> String {
+    package static func hexDigest(_ text: String) -> String {
         digest(Array(text.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
 
-    static func digest(_ message: [UInt8]) -> [UInt8] {
+    package static func digest(_ message: [UInt8]) -> [UInt8] {
         var state: [UInt32] = [
             0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
         ]

@@ -1,0 +1,53 @@
+import Foundation
+import SyncProtocol
+
+/// What a dataset has recorded of one schema version, and the one rule both backends decide a
+/// hello's schema by (Protocol/README.md, section 11.1): the fingerprint of hellos without a
+/// definition, and the fingerprint and definition of hellos with one, are two kinds, each
+/// compared only with its own kind and recorded the first time a read-write hello brings it. A
+/// client that predates definitions sends a digest of its own, which no definition's digest could
+/// be compared with.
+///
+/// ```swift
+/// let recorded = RecordedSchema(fingerprint: legacy, definitionFingerprint: nil)
+/// if try recorded.check(hello.schema) == .definition { /* store the definition */ }
+/// ```
+struct RecordedSchema: Sendable, Hashable {
+    /// From hellos without a definition.
+    var fingerprint: String?
+    /// From hellos with a definition: its digest.
+    var definitionFingerprint: String?
+
+    enum Kind: Sendable, Hashable {
+        /// A fingerprint from a hello without a definition.
+        case fingerprint
+        /// A definition and its digest.
+        case definition
+    }
+
+    /// Throws `409 schema_conflict` when the version is recorded with another fingerprint of the
+    /// schema's kind; returns the kind to record when none of it is recorded yet, else nil.
+    func check(_ schema: SchemaDescription) throws(ErrorBody) -> Kind? {
+        let kind: Kind = schema.definition == nil ? .fingerprint : .definition
+        guard let known = kind == .fingerprint ? fingerprint : definitionFingerprint else { return kind }
+        guard known == schema.fingerprint else {
+            let what = kind == .definition ? "a definition with fingerprint" : "fingerprint"
+            throw ErrorBody(
+                .schemaConflict,
+                "schema \(schema.version) was announced with \(what) \(known.prefix(16))…, this client has "
+                    + "\(schema.fingerprint.prefix(16))…: two builds claim the same version; give the changed schema "
+                    + "a new version number")
+        }
+        return nil
+    }
+
+    /// A definition as kept in storage: its canonical JSON.
+    static func storedText(_ definition: SchemaDefinition) throws -> String {
+        String(decoding: try ProtocolJSON.encode(definition), as: UTF8.self)
+    }
+
+    /// A stored definition read back.
+    static func definition(fromStored text: String) throws -> SchemaDefinition {
+        try JSONDecoder().decode(SchemaDefinition.self, from: Data(text.utf8))
+    }
+}
