@@ -6,13 +6,6 @@ import Testing
 /// kind of storage with the limits some vectors name.
 @Suite("Conformance kit against ostore-server")
 struct ConformanceKitTests {
-    /// The kit's checks the reference server does not pass yet, each reported by the kit as not run.
-    static let pending = [
-        // Section 11.1: the fingerprint before the older major (a hello of 1.1.0 with another
-        // fingerprint to a dataset at 2.0.0 is 409 schema_conflict), which the hello does not check yet.
-        "hello-order.fingerprint-before-older",
-    ]
-
     @Test(arguments: StorageBackend.allCases)
     func theKitPassesAgainstALiveServer(backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
@@ -36,25 +29,18 @@ struct ConformanceKitTests {
             [
                 "python3", kit, "--server", server.baseURL.absoluteString, "--admin", admin(server),
                 "--limited-server", limited.baseURL.absoluteString, "--limited-admin", admin(limited),
-            ] + Self.pending.flatMap { ["--skip", $0] }, timeout: .seconds(900))
+            ], timeout: .seconds(900))
         let output = String(decoding: result.output, as: UTF8.self)
         let errors = String(decoding: result.error, as: UTF8.self)
         let summary = output.split(separator: "\n").last.map(String.init) ?? ""
         print("conformance kit on \(backend): \(summary)")
         #expect(result.status == 0, "the kit reported failures:\n\(output)\(errors)")
         #expect(summary.contains(" passed, 0 failed"), "\(summary)")
-        // Every vector is replayed: only the pending checks, the codes no request provokes and, while
-        // conformance/fingerprint.py is not there, the schema vectors are not run.
-        let fingerprints = FileManager.default.fileExists(
-            atPath: DocumentedCode.packageRoot.appendingPathComponent("Protocol/conformance/fingerprint.py").path)
+        // Every vector is replayed: only the codes no request can provoke are not run.
         let notRun = output.split(separator: "\n").filter { $0.hasPrefix("not run ") }
         #expect(
             notRun.allSatisfy { line in
-                Self.pending.contains { line.hasPrefix("not run \($0)") }
-                    || ["rate_limited", "internal_error", "unavailable"].contains {
-                        line.hasPrefix("not run errors.\($0)")
-                    }
-                    || (!fingerprints && line.hasPrefix("not run schema:"))
+                ["rate_limited", "internal_error", "unavailable"].contains { line.hasPrefix("not run errors.\($0)") }
             }, "\(notRun)")
     }
 

@@ -31,7 +31,8 @@ public final class SchemaRules: Sendable {
     /// twice, no null in the key, a key value repeated among an insert's columns equal to it).
     public func problem(in change: Change) -> ChangeValidation.Problem? {
         var last: Lookup?
-        return problem(in: change, last: &last)
+        var spelledAsDeclared = true
+        return problem(in: change, last: &last, spelledAsDeclared: &spelledAsDeclared)
     }
 
     /// The table a batch's changes named last: most name the same one, which is then not looked up
@@ -42,12 +43,19 @@ public final class SchemaRules: Sendable {
     }
 
     /// ``problem(in:)`` for the changes of one batch in turn, `last` kept between them.
+    /// `spelledAsDeclared` is set to false when the change passes but names its table or a column
+    /// in another case than the definition: a server stores it as ``respelled(_:)`` writes it.
     ///
     /// ```swift
     /// var last: SchemaRules.Lookup?
-    /// for change in push.changes { if let problem = rules.problem(in: change, last: &last) { … } }
+    /// var spelledAsDeclared = true
+    /// for change in push.changes {
+    ///     if let problem = rules.problem(in: change, last: &last, spelledAsDeclared: &spelledAsDeclared) { … }
+    /// }
     /// ```
-    public func problem(in change: Change, last: inout Lookup?) -> ChangeValidation.Problem? {
+    public func problem(
+        in change: Change, last: inout Lookup?, spelledAsDeclared: inout Bool
+    ) -> ChangeValidation.Problem? {
         let table: TableRules
         if let last, last.name == change.table {
             table = last.table
@@ -58,11 +66,13 @@ public final class SchemaRules: Sendable {
             table = found
             last = Lookup(name: change.table, table: found)
         }
+        var asDeclared = table.name == change.table
         // The key names the key columns, each once (ChangeValidation refused a name twice).
         var keyColumnsNamed = 0
         for (name, value) in change.key {
             guard let column = table.column(name), column.keyPosition > 0 else { break }
             keyColumnsNamed += 1
+            asDeclared = asDeclared && column.name == name
             if let problem = table.typeProblem(value, column) { return violation(problem) }
         }
         guard keyColumnsNamed == change.key.count, keyColumnsNamed == table.keyColumns.count else {
@@ -79,6 +89,7 @@ public final class SchemaRules: Sendable {
             }
             if let problem = table.typeProblem(value, column) { return violation(problem) }
             if column.isRequiredOnInsert { requiredNamed += 1 }
+            asDeclared = asDeclared && column.name == name
         }
         if change.op == .insert, requiredNamed < table.requiredOnInsert.count {
             let named = Set(change.columns.keys.map { $0.lowercased() })
@@ -87,7 +98,27 @@ public final class SchemaRules: Sendable {
                 "the insert leaves out column \(table.name).\(missing.first ?? "?"), which is NOT NULL without a "
                     + "default")
         }
+        if !asDeclared { spelledAsDeclared = false }
         return nil
+    }
+
+    /// `change` with its table and column names spelt as the definition declares them, so that
+    /// one row is stored under one spelling whatever case a client sent (Protocol/README.md,
+    /// section 5.2). For a change ``problem(in:)`` passed; names it does not find stay as they are.
+    ///
+    /// ```swift
+    /// let stored = rules.respelled(change)  // "casetable"/"id" → "CaseTable"/"ID"
+    /// ```
+    public func respelled(_ change: Change) -> Change {
+        guard let table = tables[change.table] ?? tables[change.table.lowercased()] else { return change }
+        func declared(_ values: [String: WireValue]) -> [String: WireValue] {
+            Dictionary(values.map { (table.column($0.key)?.name ?? $0.key, $0.value) }) { first, _ in first }
+        }
+        var respelled = change
+        respelled.table = table.name
+        respelled.key = declared(change.key)
+        respelled.columns = declared(change.columns)
+        return respelled
     }
 
     private func violation(_ message: String) -> ChangeValidation.Problem {

@@ -397,6 +397,8 @@ public final class SyncService: Sendable {
         // A version no hello announced a definition of is not checked against one.
         let rules = try schemaRules.rules(dataset: dataset, version: push.schemaVersion)
         var lastTable: SchemaRules.Lookup?
+        var spelledAsDeclared = true
+        var respelled: [Int] = []
         // By index: a copy of each change (its dictionaries retained and released) cost more than its checks.
         for index in push.changes.indices {
             if let problem = ChangeValidation.problem(
@@ -410,11 +412,29 @@ public final class SyncService: Sendable {
                     .invalidChange, "change \(index): seq \(seq) does not grow along the batch", changeIndex: index)
             }
             previous = seq
-            if let problem = rules?.problem(in: push.changes[index], last: &lastTable) {
+            if let problem = rules?.problem(
+                in: push.changes[index], last: &lastTable, spelledAsDeclared: &spelledAsDeclared)
+            {
                 throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
             }
+            if !spelledAsDeclared {
+                respelled.append(index)
+                spelledAsDeclared = true
+            }
         }
-        let batch = try BatchJSON(push.changes, texts: texts, in: body)
+        let batch: BatchJSON
+        if let rules, !respelled.isEmpty {
+            // Stored (log and state alike) as the definition spells it: one row, one spelling.
+            var changes = push.changes
+            var texts = texts
+            for index in respelled {
+                changes[index] = rules.respelled(changes[index])
+                texts[index] = nil
+            }
+            batch = try BatchJSON(changes, texts: texts, in: body)
+        } else {
+            batch = try BatchJSON(push.changes, texts: texts, in: body)
+        }
         if let after = push.after {
             guard push.protocolVersion >= ProtocolVersion.pushesInOrder else {
                 throw ErrorBody(

@@ -10,10 +10,7 @@ extension SQLiteSyncStorage {
         let changes = batch.changes
         // The log keeps each change's canonical JSON, the folder what it merges.
         let bodies = batch.bodies
-        let folds = try changes.indices.map { index in
-            let (change, key) = try changes[index].namedForState(key: batch.keys[index])
-            return FoldChange(change, key: key)
-        }
+        let folds = changes.indices.map { index in FoldChange(changes[index], key: batch.keys[index]) }
         let name = dataset
         let appended = try storageWork("storing a batch in dataset \(dataset)") {
             try commits.write { db in

@@ -9,12 +9,9 @@ extension PostgresSyncStorage {
     public func storeBatch(
         _ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String?
     ) throws -> StoredBatch {
-        // The log keeps each change's canonical JSON, as the SQLite backend keeps it; the state
-        // merges it with its names in lowercase.
-        let bodies = batch.bodies
-        let named = try batch.changes.indices.map { try batch.changes[$0].namedForState(key: batch.keys[$0]) }
-        let changes = named.map(\.change)
-        let keys = named.map(\.key)
+        let changes = batch.changes
+        // The log keeps each change's canonical JSON, as the SQLite backend keeps it.
+        let (bodies, keys) = (batch.bodies, batch.keys)
         return try storageWork("storing a batch in dataset \(dataset)") { connection in
             try connection.transaction {
                 let state = try connection.execute(Statements.lockDataset, [.text(dataset)])

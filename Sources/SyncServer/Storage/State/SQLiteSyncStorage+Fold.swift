@@ -130,8 +130,7 @@ extension SQLiteSyncStorage {
                     }
                     run = StateFolder.Run(firstSerial: serial, changes: [])
                 }
-                let (folded, key) = try change.namedForState(key: try change.canonicalKeyJSON())
-                run.changes.append(FoldChange(folded, key: key))
+                run.changes.append(FoldChange(change, key: try change.canonicalKeyJSON()))
             }
             serials.removeAll(keepingCapacity: true)
             bodies = LogPage.Entries()
