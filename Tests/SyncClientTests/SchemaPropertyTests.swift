@@ -80,7 +80,8 @@ struct SchemaPropertyTests {
         let directory = try TemporaryDirectory()
         let client = try Store(directory.path("client.sqlite"))
         let server = try LiveServer(backend: backend)
-        let pusher = try Pusher(server, token: try makeDataset(server, "property"), schema: SchemaDescription(client.log.schema))
+        let pusher = try Pusher(
+            server, token: try makeDataset(server, "property"), schema: SchemaDescription(client.log.schema))
 
         // The rows the updates and deletes are about, on both sides.
         let bases = cases.compactMap(\.base)
@@ -103,8 +104,10 @@ struct SchemaPropertyTests {
         }
         #expect(
             divergences.isEmpty,
-            Comment(rawValue: "seed \(seed) (OSTORE_SCHEMA_PROPERTY_SEED=\(Self.seed)), \(divergences.count) divergences; first: "
-                + "\(divergences.prefix(3).joined(separator: "\n"))"))
+            Comment(
+                rawValue:
+                    "seed \(seed) (OSTORE_SCHEMA_PROPERTY_SEED=\(Self.seed)), \(divergences.count) divergences; first: "
+                    + "\(divergences.prefix(3).joined(separator: "\n"))"))
         let refusedCount = refusedByServer.count
         #expect(refusedCount > cases.count / 10 && refusedCount < cases.count * 9 / 10, "seed \(seed)")
 
@@ -257,7 +260,10 @@ private struct RandomChange {
             ]),
         TableShape(
             name: "pairs", strict: true,
-            key: [ColumnShape(name: "a", storage: .text, notNull: true), ColumnShape(name: "b", storage: .blob, notNull: true)],
+            key: [
+                ColumnShape(name: "a", storage: .text, notNull: true),
+                ColumnShape(name: "b", storage: .blob, notNull: true),
+            ],
             columns: [
                 ColumnShape(name: "weight", storage: .real, notNull: true),
                 ColumnShape(name: "label", storage: .text, notNull: false),
@@ -285,7 +291,7 @@ private struct RandomChange {
         for column in table.key {
             var value = validValue(column.storage!, "\(op.rawValue)\(index)", &random)
             if Int.random(in: 0..<25, using: &random) == 0 {
-                value = otherValue(than: column.storage!, &random)
+                value = otherValue(than: column.storage!, "\(op.rawValue)\(index)", &random)
                 if table.strict { keyFitsItsTable = false }
             }
             key[spelled(column.name, &random)] = value
@@ -358,8 +364,9 @@ private struct RandomChange {
     static func value(for column: ColumnShape, _ random: inout SeededGenerator) -> WireValue {
         switch Int.random(in: 0..<20, using: &random) {
         case 0..<2: return .null
-        case 2..<4: return otherValue(than: column.storage ?? .text, &random)
-        default: return validValue(column.storage ?? StorageClassName.allCases.randomElement(using: &random)!, "v", &random)
+        case 2..<4: return otherValue(than: column.storage ?? .text, "x", &random)
+        default:
+            return validValue(column.storage ?? StorageClassName.allCases.randomElement(using: &random)!, "v", &random)
         }
     }
 
@@ -368,20 +375,33 @@ private struct RandomChange {
         case .integer: .integer(Int64.random(in: .min ... .max, using: &random))
         case .real:
             Bool.random(using: &random)
-                ? .real(Double.random(in: -1e6...1e6, using: &random)) : .integer(Int64.random(in: -99...99, using: &random))
+                ? .real(Double.random(in: -1e6...1e6, using: &random))
+                : .integer(Int64.random(in: -99...99, using: &random))
         case .text: .text(text + String(Int.random(in: 0..<1_000_000, using: &random)))
-        case .blob: .blob(Data((0..<Int.random(in: 0..<9, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }))
+        case .blob:
+            .blob(
+                Data((0..<Int.random(in: 0..<9, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+            )
         }
     }
 
-    static func otherValue(than storage: StorageClassName, _ random: inout SeededGenerator) -> WireValue {
+    /// A value of a class other than `storage`'s, made from `tag` (a key's values are the change's
+    /// own, so no two changes are about one row).
+    static func otherValue(than storage: StorageClassName, _ tag: String, _ random: inout SeededGenerator)
+        -> WireValue
+    {
         let others: [StorageClassName] =
             switch storage {
             // An integer is a valid REAL: another class is text or a blob.
             case .real: [.text, .blob]
-            default: StorageClassName.allCases.filter { $0 != storage && !($0 == .real && storage == .integer) } + [.real]
+            default:
+                StorageClassName.allCases.filter { $0 != storage && !($0 == .real && storage == .integer) } + [.real]
             }
-        let chosen = others.randomElement(using: &random)!
-        return chosen == .real ? .real(0.5) : validValue(chosen, "x", &random)
+        return switch others.randomElement(using: &random)! {
+        case .integer: .integer(Int64.random(in: .min ... .max, using: &random))
+        case .real: .real(Double.random(in: -1e9...1e9, using: &random))
+        case .text: .text(tag + String(Int.random(in: 0..<1_000_000, using: &random)))
+        case .blob: .blob(Data((tag + String(Int.random(in: 0..<1_000_000, using: &random))).utf8))
+        }
     }
 }
