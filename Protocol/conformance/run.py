@@ -401,6 +401,47 @@ def hello(version="1.1.0", site=None, protocols=(1, 2), fp=None, tables=None):
 
 FINGERPRINTS = {}
 
+# A schema definition (section 5.1) for the cases that need a server to know one: a STRICT table
+# with a NOT NULL column without a default, NOT NULL columns with defaults, and a nullable one.
+TASKS = {"tables": [{
+    "name": "Tasks", "strict": True,
+    "columns": [
+        {"name": "ID", "type": "TEXT", "notNull": True, "primaryKey": 1},
+        {"name": "title", "type": "TEXT", "notNull": True},
+        {"name": "notes", "type": "TEXT", "notNull": True, "default": {"text": ""}},
+        {"name": "done", "type": "INTEGER", "notNull": True, "default": {"integer": "0"}},
+        {"name": "due", "type": "REAL"},
+    ],
+}]}
+
+
+def fingerprints():
+    """conformance/fingerprint.py, the canonical text of section 5.1, beside this file."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    import fingerprint
+    return fingerprint
+
+
+def described_hello(definition, version="1.1.0", site=None):
+    """A hello whose schema carries `definition` and its fingerprint."""
+    message = hello(version, site=site, fp=fingerprints().fingerprint(definition),
+                    tables={table["name"]: [column["name"] for column in table["columns"]]
+                            for table in definition["tables"]})
+    message["schema"]["definition"] = definition
+    return message
+
+
+def task(site, seq, op="insert", key="t1", columns=None, table="Tasks", key_name="ID"):
+    result = {"table": table, "key": {key_name: {"text": key}}, "op": op, "clock": now_clock(), "site": site,
+              "seq": seq}
+    if op == "insert":
+        result["columns"] = dict({"title": {"text": "write the kit"}}, **(columns or {}))
+        result["columns"][key_name] = {"text": key}
+    elif op == "update":
+        result["columns"] = columns or {"title": {"text": "again"}}
+    return result
+
 
 def change(site, seq, op="insert", key="r1", columns=None, clock=None, table="items"):
     result = {"table": table, "key": {"id": {"text": key}}, "op": op, "clock": clock or now_clock(),
@@ -603,6 +644,7 @@ class Run:
         self.part("lww", self.last_writer_wins)
         self.part("stash", self.stash)
         self.part("names", self.names)
+        self.part("schema-rules", self.schema_rules)
         self.part("errors", self.error_codes)
         self.part("order", self.order)
         self.part("hello-order", self.hello_order)
@@ -769,14 +811,7 @@ class Run:
 
     def schema_vectors(self):
         folder = os.path.join(self.vectors, "schema")
-        module = os.path.join(HERE, "fingerprint.py")
-        if not os.path.exists(module):
-            self.skip("schema", "Protocol/conformance/fingerprint.py is missing" + (
-                "" if os.path.isdir(folder) else " and so is vectors/schema/"))
-            return
-        sys.path.insert(0, HERE)
-        import fingerprint as fingerprints
-        passed, failed, messages = fingerprints.check_vectors(folder)
+        passed, failed, messages = fingerprints().check_vectors(folder)
         with self.lock:
             self.passed += passed
             self.failed += failed
@@ -1024,21 +1059,80 @@ class Run:
                    ("labels", canonical({"id": {"text": "l1"}})) in rows, list(rows))
 
     def names(self):
-        """Section 5.2: names compare without regard to ASCII case, in the snapshot's rows too."""
+        """Section 5.2: names compare without regard to ASCII case; a server stores the spelling of
+        the pushed version's definition, so one row is one row and is served in one spelling."""
         dataset = self.server.dataset("names")
         site = new_site()
-        dataset.post("hello", hello(site=site))
-        insert = {"table": "CaseTable", "key": {"ID": {"text": "r1"}}, "op": "insert", "clock": now_clock(-2000),
-                  "site": site, "seq": 1, "columns": {"ID": {"text": "r1"}, "Title": {"text": "first"}}}
-        update = {"table": "casetable", "key": {"id": {"text": "r1"}}, "op": "update", "clock": now_clock(-1000),
-                  "site": site, "seq": 2, "columns": {"title": {"text": "second"}}}
+        self.expect("names.hello", dataset.post("hello", described_hello(TASKS, site=site)), 200)
+        insert = task(site, 1, table="tasks", key_name="id")
+        insert["columns"] = {"id": {"text": "t1"}, "TITLE": {"text": "first"}}
+        update = task(site, 2, op="update", table="TASKS", key_name="Id", columns={"Title": {"text": "second"}})
         answer = dataset.post("push", push(site, [insert, update]))
         self.check("names.push", answer.status == 200, answer.describe())
         snapshot, _, _ = pull_all(dataset, new_site())
         served = {(c["table"], json.dumps(c["key"], sort_keys=True)) for c in snapshot}
         self.check("names.one-row-whatever-the-case", len(served) == 1, sorted(served))
-        self.check("names.snapshots-serve-lowercase", served == {("casetable", '{"id": {"text": "r1"}}')} and all(
-            name == name.lower() for c in snapshot for name in c["columns"]), snapshot)
+        self.check("names.served-as-the-definition-spells-them",
+                   served == {("Tasks", '{"ID": {"text": "t1"}}')} and all(
+                       name in ("ID", "title") for c in snapshot for name in c["columns"]), snapshot)
+
+    # --- a server that knows the schema (section 5.2, "Changes and the schema") ------------------
+
+    def schema_rules(self):
+        dataset = self.server.dataset("schema-rules")
+        site = new_site()
+        wrong = described_hello(TASKS, site=site)
+        wrong["schema"]["fingerprint"] = secrets.token_hex(32)
+        self.expect("schema.a-fingerprint-that-is-not-the-definitions-is-invalid_message",
+                    dataset.post("hello", wrong), 400, "invalid_message")
+        answer = dataset.post("hello", described_hello(TASKS, site=site))
+        self.check("schema.hello-with-a-definition",
+                   answer.status == 200 and answer.json().get("verdict") == "compatible", answer.describe())
+        other_build = json.loads(json.dumps(TASKS))
+        other_build["tables"][0]["columns"][4]["notNull"] = True
+        other_build["tables"][0]["columns"][4]["default"] = {"real": 0.0}
+        self.expect("schema.another-definition-of-the-version-is-schema_conflict",
+                    dataset.post("hello", described_hello(other_build, site=new_site())), 409, "schema_conflict")
+        good = task(site, 1)
+        breaking = {
+            "unknown-table": task(site, 2, table="Ghosts"),
+            "key-other-than-the-tables": task(site, 2, key_name="title"),
+            "unknown-column": task(site, 2, columns={"colour": {"text": "red"}}),
+            "not-null-set-to-null": task(site, 2, op="update", columns={"notes": {"null": True}}),
+            "key-set-to-null": dict(task(site, 2, op="delete"), key={"ID": {"null": True}}),
+            "insert-without-a-required-column": dict(task(site, 2), columns={"ID": {"text": "t1"}}),
+            "strict-column-of-another-class": task(site, 2, op="update", columns={"done": {"text": "yes"}}),
+            "strict-key-of-another-class": dict(task(site, 2, op="delete"), key={"ID": {"integer": "7"}}),
+        }
+        for name, change in sorted(breaking.items()):
+            answer = dataset.post("push", push(site, [good, change]))
+            error = (answer.json() or {}).get("error", {}) if answer.status == 400 else {}
+            expected = "invalid_change" if name == "key-set-to-null" else "schema_violation"
+            self.check("schema.%s" % name,
+                       answer.code() == expected and error.get("changeIndex") == 1,
+                       answer.describe())
+        answer = dataset.post("push", push(site, []))
+        self.check("schema.a-refused-push-stores-nothing",
+                   answer.status == 200 and answer.json().get("acknowledgedThrough") == 0, answer.describe())
+        passing = {
+            "a-nullable-column-set-to-null": task(site, 2, op="update", columns={"due": {"null": True}}),
+            "an-integer-in-a-real-column": task(site, 3, op="update", columns={"due": {"integer": "3"}}),
+            "an-insert-leaving-out-columns-with-defaults": task(site, 4, key="t2"),
+        }
+        answer = dataset.post("push", push(site, [good] + sorted(passing.values(), key=lambda change: change["seq"])))
+        self.check("schema.changes-the-definition-allows-are-stored",
+                   answer.status == 200 and answer.json().get("acknowledgedThrough") == 4, answer.describe())
+        undescribed = self.server.dataset("schema-undescribed")
+        other = new_site()
+        undescribed.post("hello", hello("1.1.0", site=other))
+        answer = undescribed.post("push", push(other, [task(other, 1, table="Ghosts")]))
+        self.check("schema.a-version-without-a-definition-is-not-checked", answer.status == 200, answer.describe())
+
+    def _schema_violation(self):
+        dataset = self.server.dataset("errors-schema")
+        site = new_site()
+        dataset.post("hello", described_hello(TASKS, site=site))
+        return dataset.post("push", push(site, [task(site, 1, op="update", columns={"title": {"null": True}})]))
 
     # --- every error code ----------------------------------------------------------------------
 
@@ -1071,6 +1165,7 @@ class Run:
             "not_found": lambda: server.send("POST", "/v1/datasets/Not_Valid/push", [auth, json_type], body),
             "method_not_allowed": lambda: server.send("GET", path, [auth]),
             "upgrade_required": lambda: self._upgrade_required(),
+            "schema_violation": lambda: self._schema_violation(),
             "schema_conflict": lambda: dataset.post("hello", hello(site=site, fp=secrets.token_hex(32))),
             "major_not_allowed": lambda: dataset.post("hello", hello("3.0.0", site=site)),
             "previous_push_missing": lambda: dataset.post("push", push(site, [change(site, 101)], after=100)),

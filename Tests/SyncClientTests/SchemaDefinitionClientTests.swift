@@ -62,9 +62,9 @@ struct SchemaDefinitionClientTests {
         let change = Change(
             table: "remindersLists", key: ["id": .integer(5)], op: .insert, columns: ["name": .text("Home")],
             clock: ChangeClock(validMilliseconds: 1_764_000_000_000, counter: 0), site: site, seq: 1)
-        let outcome = try log.apply([RemoteChange(change)], to: db)
-        #expect(outcome.rejected.count == 1)
-        #expect(outcome.rejected.first?.reason.contains("STRICT") == true)
+        let outcome = try log.apply([IncomingChange(change)], to: db)
+        #expect(outcome.refused.count == 1)
+        #expect(outcome.refused.first?.reason.contains("STRICT") == true)
         #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM remindersLists") == 0)
     }
 
@@ -87,8 +87,8 @@ struct SchemaDefinitionClientTests {
             try db.execute("INSERT INTO remindersLists (id, name) VALUES (\(id), \(name))")
         }
         let report = try engine.sync()
-        #expect(report.rejected == 1 && report.pushed == 2)
-        let rejected = try log.rejectedChanges(db)
+        #expect(report.refusedOutgoing == 1 && report.pushed == 2)
+        let rejected = try log.refusedOutgoingChanges(db)
         #expect(rejected.map(\.code) == ["schema_violation"])
         #expect(rejected.first?.change.contains(RefusingTransport.refusedName) == true)
         #expect(try log.pendingCount(db) == 0)
