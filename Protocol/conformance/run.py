@@ -1122,11 +1122,33 @@ class Run:
         answer = dataset.post("push", push(site, [good] + sorted(passing.values(), key=lambda change: change["seq"])))
         self.check("schema.changes-the-definition-allows-are-stored",
                    answer.status == 200 and answer.json().get("acknowledgedThrough") == 4, answer.describe())
+        # A version no hello described is checked by the nearest definition of its major: the one
+        # above it by every rule, else the one below it for what that one declares.
+        older = new_site()
+        dataset.post("hello", hello("1.0.3", site=older))
+        answer = dataset.post("push", push(older, [task(older, 1, op="update", columns={"notes": {"null": True}})],
+                                           version="1.0.3"))
+        self.check("schema.an-older-undescribed-version-is-checked-by-the-definition-above",
+                   answer.code() == "schema_violation", answer.describe())
+        answer = dataset.post("push", push(older, [task(older, 1, table="Ghosts")], version="1.0.3"))
+        self.check("schema.an-older-undescribed-version-knows-no-table-the-definition-above-lacks",
+                   answer.code() == "schema_violation", answer.describe())
+        newer = new_site()
+        dataset.post("hello", hello("1.4.0", site=newer))
+        answer = dataset.post("push", push(newer, [task(newer, 1, op="update", columns={"notes": {"null": True}})],
+                                           version="1.4.0"))
+        self.check("schema.a-newer-undescribed-version-is-checked-by-the-definition-below",
+                   answer.code() == "schema_violation", answer.describe())
+        ghost = task(newer, 1, table="Ghosts")
+        colour = task(newer, 2, op="update", columns={"colour": {"text": "red"}})
+        answer = dataset.post("push", push(newer, [ghost, colour], version="1.4.0"))
+        self.check("schema.a-newer-undescribed-version-may-name-what-the-definition-below-lacks",
+                   answer.status == 200 and answer.json().get("acknowledgedThrough") == 2, answer.describe())
         undescribed = self.server.dataset("schema-undescribed")
         other = new_site()
         undescribed.post("hello", hello("1.1.0", site=other))
         answer = undescribed.post("push", push(other, [task(other, 1, table="Ghosts")]))
-        self.check("schema.a-version-without-a-definition-is-not-checked", answer.status == 200, answer.describe())
+        self.check("schema.a-major-without-a-definition-is-not-checked", answer.status == 200, answer.describe())
 
     def _schema_violation(self):
         dataset = self.server.dataset("errors-schema")

@@ -80,4 +80,40 @@ struct SchemaRulesTests {
         #expect(StrictColumnRule.accepted(byDeclaredType: "BLOB") == [.null, .blob])
         #expect(StrictColumnRule.accepted(byDeclaredType: "ANY") == .all)
     }
+
+    /// A version without a definition is checked by the nearest of its major: the lowest above it
+    /// with every rule, else the highest below it for what it declares; another major's never.
+    @Test func theGoverningRulesOfAVersionWithoutADefinition() throws {
+        let definition = try #require(SchemaVector.all.first { $0.name == "reminders-1.1.0" }).definition
+        let recorded = [
+            SchemaVersion(1, 1): SchemaRules(definition, version: SchemaVersion(1, 1)),
+            SchemaVersion(1, 3): SchemaRules(definition, version: SchemaVersion(1, 3)),
+            SchemaVersion(2, 0): SchemaRules(definition, version: SchemaVersion(2, 0)),
+        ]
+        let own = try #require(SchemaRules.governing(SchemaVersion(1, 1), among: recorded))
+        #expect(own.version == SchemaVersion(1, 1) && !own.passesUndeclaredNames)
+        let between = try #require(SchemaRules.governing(SchemaVersion(1, 2, 7), among: recorded))
+        #expect(between.version == SchemaVersion(1, 3) && !between.passesUndeclaredNames)
+        let older = try #require(SchemaRules.governing(SchemaVersion(1, 0), among: recorded))
+        #expect(older.version == SchemaVersion(1, 1) && !older.passesUndeclaredNames)
+        let newer = try #require(SchemaRules.governing(SchemaVersion(1, 9), among: recorded))
+        #expect(newer.version == SchemaVersion(1, 3) && newer.passesUndeclaredNames)
+        #expect(SchemaRules.governing(SchemaVersion(3, 0), among: recorded) == nil)
+        #expect(SchemaRules.governing(SchemaVersion(1, 0), among: [:]) == nil)
+    }
+
+    /// Rules for a newer minor pass the tables and columns they do not declare, and hold every
+    /// rule for those they do.
+    @Test func rulesForANewerMinorCheckWhatTheyDeclare() throws {
+        let rules = try Self.rules().forNewerMinorVersion()
+        #expect(rules.problem(in: Self.change(.insert, ["name": .text("x")], table: "labels")) == nil)
+        #expect(rules.problem(in: Self.change(.update, ["colour": .text("red")])) == nil)
+        #expect(rules.problem(in: Self.change(.update, ["notes": .null]))?.code == .schemaViolation)
+        #expect(rules.problem(in: Self.change(.update, ["priority": .text("high")]))?.code == .schemaViolation)
+        #expect(
+            rules.problem(in: Self.change(.insert, ["id": .text("r1"), "colour": .text("red")]))?.code
+                == .schemaViolation)
+        #expect(rules.problem(in: Self.change(.delete, [:], key: ["title": .text("t")]))?.code == .schemaViolation)
+        #expect(try Self.rules().problem(in: Self.change(.update, ["colour": .text("red")]))?.code == .schemaViolation)
+    }
 }

@@ -25,8 +25,8 @@ extension ForwardingStorage {
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion? {
         try inner.schemaVersion(of: dataset)
     }
-    func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
-        try inner.schemaDefinition(of: dataset, version: version)
+    func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition] {
+        try inner.schemaDefinitions(of: dataset)
     }
     func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws -> SchemaVersion? {
         try inner.recordSchema(schema, dataset: dataset, mayMoveDataset: mayMoveDataset)

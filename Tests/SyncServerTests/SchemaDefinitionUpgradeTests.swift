@@ -26,14 +26,14 @@ struct SchemaDefinitionUpgradeTests {
         } throws: { error in
             (error as? ErrorBody)?.error.code == .schemaConflict
         }
-        #expect(try storage.schemaDefinition(of: "old", version: version) == nil)
+        #expect(try storage.schemaDefinitions(of: "old")[version] == nil)
         let definition = SchemaDefinition(tables: [
             .init(name: "notes", columns: [.init(name: "id", type: "TEXT", isNotNull: true, primaryKeyPosition: 1)])
         ])
         let described = SchemaDescription(
             version: version, fingerprint: definition.fingerprint, tables: [:], definition: definition)
         #expect(try storage.recordSchema(described, dataset: "old", mayMoveDataset: true) == version)
-        #expect(try storage.schemaDefinition(of: "old", version: version) == definition)
+        #expect(try storage.schemaDefinitions(of: "old")[version] == definition)
     }
 
     /// A dataset `old` at schema 1.0.0 announced with fingerprint `old-build`, written by the

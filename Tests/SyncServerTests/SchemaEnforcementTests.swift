@@ -11,12 +11,12 @@ import Testing
 @Suite("Schema definitions on a live server")
 struct SchemaEnforcementTests {
     /// The Reminders sample's schema 1.1.0, from its vector.
-    static let definition: SchemaDefinition = {
+    static func definition() throws -> SchemaDefinition {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Protocol/vectors/schema/reminders-1.1.0.json")
         struct Vector: Decodable { var definition: SchemaDefinition }
-        return try! JSONDecoder().decode(Vector.self, from: Data(contentsOf: file)).definition
-    }()
+        return try JSONDecoder().decode(Vector.self, from: Data(contentsOf: file)).definition
+    }
 
     static func described(_ definition: SchemaDefinition, _ version: SchemaVersion = SchemaVersion(1, 1))
         -> SchemaDescription
@@ -62,7 +62,8 @@ struct SchemaEnforcementTests {
         throws
     {
         let server = try LiveServer(backend: backend)
-        let peer = Self.peer(server, token: try makeDataset(server, "family"), schema: Self.described(Self.definition))
+        let peer = Self.peer(
+            server, token: try makeDataset(server, "family"), schema: Self.described(try Self.definition()))
         #expect(try peer.hello().verdict == .compatible)
         let insert = Self.reminder(peer, .insert, Self.insert, seq: 1)
         let refused = try Self.push(peer, [insert, Self.reminder(peer, .update, ["notes": .null], seq: 2)])
@@ -86,7 +87,8 @@ struct SchemaEnforcementTests {
         _ backend: StorageBackend
     ) throws {
         let server = try LiveServer(backend: backend)
-        let peer = Self.peer(server, token: try makeDataset(server, "family"), schema: Self.described(Self.definition))
+        let peer = Self.peer(
+            server, token: try makeDataset(server, "family"), schema: Self.described(try Self.definition()))
         _ = try peer.hello()
         _ = try Self.push(peer, [Self.reminder(peer, .insert, Self.insert, seq: 1)])
         _ = try Self.push(peer, [Self.reminder(peer, .update, ["notes": .null, "title": .null], seq: 2)])
@@ -94,7 +96,7 @@ struct SchemaEnforcementTests {
         let fresh = Self.peer(server, token: try makeDataset(server, "family"), schema: peer.schema, siteByte: 2)
         let rows = try fresh.pull(cursor: nil).changes
         #expect(rows.count == 1)
-        let rules = SchemaRules(Self.definition, version: SchemaVersion(1, 1))
+        let rules = SchemaRules(try Self.definition(), version: SchemaVersion(1, 1))
         for row in rows {
             #expect(rules.problem(in: row) == nil, "\(row)")
             #expect(row.columns["notes"] == .text("buy oat"))
@@ -105,13 +107,13 @@ struct SchemaEnforcementTests {
         _ backend: StorageBackend
     ) throws {
         let server = try LiveServer(backend: backend)
-        var schema = Self.described(Self.definition)
+        var schema = Self.described(try Self.definition())
         schema.fingerprint = String(repeating: "ab", count: 32)
         let peer = Self.peer(server, token: try makeDataset(server, "family"), schema: schema)
         let answer = try Self.hello(peer)
         #expect(answer.status == 400 && answer.errorCode == "invalid_message", "\(answer.text)")
         #expect(answer.text.contains("canonical text"))
-        var odd = Self.definition
+        var odd = try Self.definition()
         odd.tables[0].columns[0].name = "two words"
         let oddPeer = Self.peer(server, token: peer.token, schema: Self.described(odd))
         #expect(try Self.hello(oddPeer).errorCode == "invalid_message")
@@ -138,7 +140,7 @@ struct SchemaEnforcementTests {
         let conflict = try Self.hello(other)
         #expect(conflict.status == 409 && conflict.errorCode == "schema_conflict", "\(conflict.text)")
         // With a definition, against the definition recorded for the version.
-        var described = Self.peer(server, token: token, schema: Self.described(Self.definition), siteByte: 3)
+        var described = Self.peer(server, token: token, schema: Self.described(try Self.definition()), siteByte: 3)
         described.schema.version = SchemaVersion(1, 2)
         #expect(try described.hello().verdict == .upgradeRequired)
     }
@@ -157,9 +159,9 @@ struct SchemaEnforcementTests {
         var unchecked = legacy.change(.insert, "n1", ["title": .null], seq: 1)
         unchecked.table = "anything"
         #expect(try legacy.push([unchecked]).acknowledgedThrough == 1)
-        let described = Self.peer(server, token: token, schema: Self.described(Self.definition), siteByte: 2)
+        let described = Self.peer(server, token: token, schema: Self.described(try Self.definition()), siteByte: 2)
         #expect(try described.hello().verdict == .compatible)
-        var otherBuild = Self.definition
+        var otherBuild = try Self.definition()
         otherBuild.tables[0].columns[6].isNotNull = false
         let conflicting = Self.peer(server, token: token, schema: Self.described(otherBuild), siteByte: 3)
         let conflict = try Self.hello(conflicting)
@@ -173,12 +175,51 @@ struct SchemaEnforcementTests {
         #expect(refused.errorCode == "schema_violation", "\(refused.text)")
     }
 
+    /// A client can name a version no hello described (an older build's, or one made up): its
+    /// changes are checked by the nearest definition of the major, so no version lets a change
+    /// past that the clients of a described version refuse. Below the described version every
+    /// rule holds; above it, what the definition declares, and a new table passes (clients of
+    /// the described version stash it).
+    @Test(arguments: StorageBackend.allCases) func aVersionWithoutADefinitionIsCheckedByTheNearest(
+        _ backend: StorageBackend
+    ) throws {
+        let server = try LiveServer(backend: backend)
+        let token = try makeDataset(server, "family")
+        let described = Self.peer(server, token: token, schema: Self.described(try Self.definition()), siteByte: 1)
+        #expect(try described.hello().verdict == .compatible)
+        var older = TestPeer(server, dataset: "family", token: token, siteByte: 2)
+        older.schema = SchemaDescription(version: SchemaVersion(1, 0, 5), fingerprint: "older-build", tables: [:])
+        #expect(try older.hello().verdict == .newerSchemaAvailable)
+        let refused = try Self.push(older, [Self.reminder(older, .update, ["notes": .null], seq: 1)])
+        #expect(refused.errorCode == "schema_violation", "\(refused.text)")
+        #expect(refused.text.contains("1.1.0's is the nearest"), "\(refused.text)")
+        var ghost = Self.reminder(older, .update, ["name": .text("x")], seq: 1)
+        ghost.table = "ghosts"
+        #expect(try Self.push(older, [ghost]).errorCode == "schema_violation")
+        #expect(try older.push([Self.reminder(older, .insert, Self.insert, seq: 1)]).acknowledgedThrough == 1)
+
+        var newer = TestPeer(server, dataset: "family", token: token, siteByte: 3)
+        newer.schema = SchemaDescription(version: SchemaVersion(1, 2), fingerprint: "newer-build", tables: [:])
+        #expect(try newer.hello().verdict == .compatible)
+        #expect(
+            try Self.push(newer, [Self.reminder(newer, .update, ["notes": .null], seq: 1)]).errorCode
+                == "schema_violation")
+        #expect(
+            try Self.push(newer, [Self.reminder(newer, .update, ["priority": .text("high")], seq: 1)]).errorCode
+                == "schema_violation")
+        var label = newer.change(.insert, "g1", ["name": .text("red")], seq: 1)
+        label.table = "labels"
+        let colour = Self.reminder(newer, .update, ["colour": .text("red")], seq: 2)
+        #expect(try newer.push([label, colour]).acknowledgedThrough == 2)
+    }
+
     /// A read-only token's hello records nothing, its definition included.
     @Test func aReadOnlyHelloRecordsNoDefinition() throws {
         let server = try LiveServer(backend: .sqlite)
         let reader = Self.peer(
-            server, token: try makeDataset(server, "family", readOnly: true), schema: Self.described(Self.definition))
+            server, token: try makeDataset(server, "family", readOnly: true),
+            schema: Self.described(try Self.definition()))
         #expect(try reader.hello().verdict == .compatible)
-        #expect(try server.storage().schemaDefinition(of: "family", version: SchemaVersion(1, 1)) == nil)
+        #expect(try server.storage().schemaDefinitions(of: "family").isEmpty)
     }
 }

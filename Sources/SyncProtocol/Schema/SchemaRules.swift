@@ -4,6 +4,8 @@
 /// names exactly the table's key columns, no column that is NOT NULL is set to null, an insert
 /// names every NOT NULL column without a default, and a STRICT table's columns take only their
 /// classes (``StrictColumnRule``). Built once per version, then asked once per pushed change.
+/// ``governing(_:among:)`` picks the rules a change pushed under a version without a definition is
+/// checked by.
 ///
 /// ```swift
 /// let rules = SchemaRules(definition, version: SchemaVersion(1, 1))
@@ -12,12 +14,17 @@
 /// }
 /// ```
 public final class SchemaRules: Sendable {
+    /// The version whose definition the rules are.
     public let version: SchemaVersion
+    /// Whether a table or column the definition does not declare passes (rules for a newer minor
+    /// version, ``forNewerMinorVersion()``).
+    public let passesUndeclaredNames: Bool
     /// Tables by declared name and by ASCII-lowercased name.
     private let tables: [String: TableRules]
 
     public init(_ definition: SchemaDefinition, version: SchemaVersion) {
         self.version = version
+        passesUndeclaredNames = false
         var byName: [String: TableRules] = [:]
         for table in definition.tables {
             let rules = TableRules(table)
@@ -25,6 +32,51 @@ public final class SchemaRules: Sendable {
             byName[table.name] = rules
         }
         tables = byName
+    }
+
+    private init(_ rules: SchemaRules, passesUndeclaredNames: Bool) {
+        version = rules.version
+        self.passesUndeclaredNames = passesUndeclaredNames
+        tables = rules.tables
+    }
+
+    /// These rules as they hold for a change of a newer minor version of the same major, which may
+    /// name tables and columns this definition lacks (a newer minor only adds those, section 7.3):
+    /// a client of this version stashes what it does not know (section 8.3) and applies the rest,
+    /// so only the rest is checked.
+    ///
+    /// ```swift
+    /// let rules = SchemaRules(definitionOf1_1, version: SchemaVersion(1, 1)).forNewerMinorVersion()
+    /// rules.problem(in: changeOfANewTable)  // nil
+    /// ```
+    public func forNewerMinorVersion() -> SchemaRules {
+        SchemaRules(self, passesUndeclaredNames: true)
+    }
+
+    /// The rules a change pushed under `version` is checked by, among the rules of the definitions
+    /// a dataset has recorded (Protocol/README.md, section 5.2): `version`'s own; else those of the
+    /// lowest version of its major above it (a newer minor keeps every table and column and only
+    /// adds nullable or defaulted ones, section 7.3, so what a correct client of `version` writes
+    /// passes them); else those of the highest version of its major below it, for the tables and
+    /// columns it declares (``forNewerMinorVersion()``); else nil: nothing of the major is known.
+    ///
+    /// ```swift
+    /// let rules = SchemaRules.governing(push.schemaVersion, among: recorded)
+    /// ```
+    public static func governing(_ version: SchemaVersion, among recorded: [SchemaVersion: SchemaRules])
+        -> SchemaRules?
+    {
+        if let own = recorded[version] { return own }
+        var above: SchemaRules?
+        var below: SchemaRules?
+        for (candidate, rules) in recorded where candidate.major == version.major {
+            if candidate > version {
+                if above.map({ candidate < $0.version }) ?? true { above = rules }
+            } else if below.map({ candidate > $0.version }) ?? true {
+                below = rules
+            }
+        }
+        return above ?? below?.forNewerMinorVersion()
     }
 
     /// The first rule `change` breaks, or nil. A change that passed ``ChangeValidation`` (no name
@@ -61,6 +113,7 @@ public final class SchemaRules: Sendable {
             table = last.table
         } else {
             guard let found = tables[change.table] ?? tables[change.table.lowercased()] else {
+                if passesUndeclaredNames { return nil }
                 return violation("table \(change.table) is not a table of schema \(version)")
             }
             table = found
@@ -82,6 +135,7 @@ public final class SchemaRules: Sendable {
         var requiredNamed = 0
         for (name, value) in change.columns {
             guard let column = table.column(name) else {
+                if passesUndeclaredNames { continue }
                 return violation("column \(name) is not a column of table \(table.name) in schema \(version)")
             }
             if column.isNotNull, case .null = value {

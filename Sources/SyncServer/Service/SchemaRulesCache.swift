@@ -1,57 +1,51 @@
 import Foundation
 import SyncProtocol
 
-/// The ``SchemaRules`` of each dataset's schema versions, read from storage once: a version's
-/// definition never changes once recorded (the first hello with one records it), so a push reads
-/// none. That a version has no definition is remembered for ``unknownFor`` only, since a hello of
-/// a client that sends one may record it at any time, through this server or another over the
-/// same storage.
+/// The ``SchemaRules`` of each dataset's recorded definitions, read from storage per dataset and
+/// kept: a version's definition never changes once recorded (the first hello with one records
+/// it), so a push under a version with a definition reads nothing. A push under a version without
+/// one is checked by the rules ``SchemaRules/governing(_:among:)`` picks; since a hello may record
+/// a definition at any time, through this server or another over the same storage, the
+/// definitions are read again for such a push once ``rereadAfter`` has passed, at most once per
+/// dataset in that time whatever versions pushes name.
 ///
 /// ```swift
 /// let rules = try cache.rules(dataset: "family", version: push.schemaVersion)
 /// ```
 final class SchemaRulesCache: Sendable {
-    private struct Key: Hashable {
-        let dataset: String
-        let version: SchemaVersion
+    private struct Recorded {
+        let rules: [SchemaVersion: SchemaRules]
+        /// When they were read, as uptime in nanoseconds.
+        let readAt: UInt64
     }
 
-    private enum Entry {
-        case rules(SchemaRules)
-        /// No definition was recorded when it was read, at this uptime in nanoseconds.
-        case absent(readAt: UInt64)
-    }
-
-    static let unknownFor: UInt64 = 2_000_000_000
+    static let rereadAfter: UInt64 = 2_000_000_000
     private let storage: any SyncStorage
-    private let entries: LockedState<[Key: Entry]> = LockedState([:])
+    private let datasets: LockedState<[String: Recorded]> = LockedState([:])
 
     init(storage: any SyncStorage) {
         self.storage = storage
     }
 
-    /// The rules of `version` of `dataset`, or nil when no hello recorded its definition.
+    /// The rules a change pushed under `version` of `dataset` is checked by, or nil when the
+    /// dataset has no definition of the version's major.
     func rules(dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaRules? {
-        let key = Key(dataset: dataset, version: version)
         let now = DispatchTime.now().uptimeNanoseconds
-        switch entries.withLock({ $0[key] }) {
-        case .rules(let rules): return rules
-        case .absent(let readAt) where now - readAt < Self.unknownFor: return nil
-        default: break
+        let cached = datasets.withLock { $0[dataset] }
+        if let cached {
+            if let own = cached.rules[version] { return own }
+            if now - cached.readAt < Self.rereadAfter { return SchemaRules.governing(version, among: cached.rules) }
         }
-        let rules = try storage.schemaDefinition(of: dataset, version: version).map {
-            SchemaRules($0, version: version)
+        var rules: [SchemaVersion: SchemaRules] = [:]
+        for (recorded, definition) in try storage.schemaDefinitions(of: dataset) {
+            rules[recorded] = cached?.rules[recorded] ?? SchemaRules(definition, version: recorded)
         }
-        entries.withLock { $0[key] = rules.map(Entry.rules) ?? .absent(readAt: now) }
-        return rules
+        datasets.withLock { $0[dataset] = Recorded(rules: rules, readAt: now) }
+        return SchemaRules.governing(version, among: rules)
     }
 
-    /// Forgets that `version` of `dataset` had no definition: a hello has just recorded one.
-    func definitionRecorded(dataset: String, version: SchemaVersion) {
-        entries.withLock { entries in
-            if case .absent = entries[Key(dataset: dataset, version: version)] {
-                entries[Key(dataset: dataset, version: version)] = nil
-            }
-        }
+    /// Forgets what is kept of `dataset`: a hello has just recorded a definition of it.
+    func definitionRecorded(dataset: String) {
+        _ = datasets.withLock { $0.removeValue(forKey: dataset) }
     }
 }

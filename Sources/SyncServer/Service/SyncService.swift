@@ -343,7 +343,7 @@ public final class SyncService: Sendable {
         case .compatible, .newerSchemaAvailable:
             after = try storage.recordSchema(hello.schema, dataset: grant.dataset, mayMoveDataset: !grant.readOnly)
             if hello.schema.definition != nil {
-                schemaRules.definitionRecorded(dataset: grant.dataset, version: hello.schema.version)
+                schemaRules.definitionRecorded(dataset: grant.dataset)
             }
             message =
                 outcome.verdict == .compatible
@@ -394,7 +394,7 @@ public final class SyncService: Sendable {
                 "\(push.changes.count) changes in one push; send at most \(limits.maxChangesPerPush) per batch")
         }
         var previous: Int64 = 0
-        // A version no hello announced a definition of is not checked against one.
+        // A version without a definition is checked by the nearest of its major (section 5.2).
         let rules = try schemaRules.rules(dataset: dataset, version: push.schemaVersion)
         var lastTable: SchemaRules.Lookup?
         var spelledAsDeclared = true
@@ -412,10 +412,14 @@ public final class SyncService: Sendable {
                     .invalidChange, "change \(index): seq \(seq) does not grow along the batch", changeIndex: index)
             }
             previous = seq
-            if let problem = rules?.problem(
-                in: push.changes[index], last: &lastTable, spelledAsDeclared: &spelledAsDeclared)
+            if let rules,
+                let problem = rules.problem(
+                    in: push.changes[index], last: &lastTable, spelledAsDeclared: &spelledAsDeclared)
             {
-                throw ErrorBody(problem.code, "change \(index): \(problem.message)", changeIndex: index)
+                let nearest =
+                    rules.version == push.schemaVersion
+                    ? "" : " (\(push.schemaVersion) has no definition; \(rules.version)'s is the nearest)"
+                throw ErrorBody(problem.code, "change \(index): \(problem.message)\(nearest)", changeIndex: index)
             }
             if !spelledAsDeclared {
                 respelled.append(index)

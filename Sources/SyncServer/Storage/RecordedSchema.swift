@@ -46,6 +46,14 @@ struct RecordedSchema: Sendable, Hashable {
         String(decoding: try ProtocolJSON.encode(definition), as: UTF8.self)
     }
 
+    /// A stored version read back.
+    static func version(fromStored text: String) throws(ServerError) -> SchemaVersion {
+        guard let version = SchemaVersion(text) else {
+            throw ServerError(.storage, "a recorded schema version reads \(text.prefix(40).debugDescription)")
+        }
+        return version
+    }
+
     /// A stored definition read back.
     static func definition(fromStored text: String) throws -> SchemaDefinition {
         try JSONDecoder().decode(SchemaDefinition.self, from: Data(text.utf8))

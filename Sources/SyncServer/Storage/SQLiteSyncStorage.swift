@@ -274,17 +274,20 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    public func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
-        try serverWork("reading a schema definition of dataset \(dataset)") {
+    public func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition] {
+        try serverWork("reading the schema definitions of dataset \(dataset)") {
             try pool.read { db in
-                try db.fetchValue(
-                    String.self,
+                var definitions: [SchemaVersion: SchemaDefinition] = [:]
+                for row in try db.fetchAll(
                     """
-                    SELECT s.definition FROM server_schema_definitions AS s
-                    JOIN server_datasets AS d ON d.id = s.datasetID
-                    WHERE d.name = \(dataset) AND s.version = \(version.description)
-                    """
-                ).map(RecordedSchema.definition(fromStored:))
+                    SELECT s.version, s.definition FROM server_schema_definitions AS s
+                    JOIN server_datasets AS d ON d.id = s.datasetID WHERE d.name = \(dataset)
+                    """)
+                {
+                    let version = try RecordedSchema.version(fromStored: try row.decode(at: 0))
+                    definitions[version] = try RecordedSchema.definition(fromStored: try row.decode(at: 1))
+                }
+                return definitions
             }
         }
     }

@@ -59,10 +59,10 @@ public protocol SyncStorage: Sendable {
     func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
     /// The newest schema version the dataset has seen (nil when no client has joined).
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion?
-    /// The definition `version` of `dataset` was first announced with by a read-write hello
-    /// (``SchemaDescription/definition``), or nil when no hello brought one: pushes under it are
-    /// checked against it (``SchemaRules``).
-    func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition?
+    /// The definitions `dataset`'s schema versions were first announced with by read-write hellos
+    /// (``SchemaDescription/definition``), by version; a version no hello brought one for is not
+    /// among them. Pushes are checked against them (``SchemaRules/governing(_:among:)``).
+    func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition]
     /// Records that a client with this schema joined. A version newer than the dataset's newest
     /// moves the dataset to it when `mayMoveDataset`, which also records the version's fingerprint,
     /// or its definition, the first time it is announced (``RecordedSchema``); without it nothing is

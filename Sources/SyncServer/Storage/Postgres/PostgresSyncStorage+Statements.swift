@@ -129,12 +129,12 @@ extension PostgresSyncStorage {
             INSERT INTO server_schema_definitions (dataset_id, version, fingerprint, definition)
             VALUES ($1, $2, $3, $4)
             """, [.int8, .text, .text, .text])
-        static let schemaDefinition = PostgresStatement(
-            "schemaDefinition",
+        static let schemaDefinitions = PostgresStatement(
+            "schemaDefinitions",
             """
-            SELECT s.definition FROM server_schema_definitions AS s JOIN server_datasets AS d ON d.id = s.dataset_id
-            WHERE d.name = $1 AND s.version = $2
-            """, [.text, .text])
+            SELECT s.version, s.definition FROM server_schema_definitions AS s
+            JOIN server_datasets AS d ON d.id = s.dataset_id WHERE d.name = $1
+            """, [.text])
         static let setSchemaVersion = PostgresStatement(
             "setSchemaVersion", "UPDATE server_datasets SET schema_version = $2 WHERE id = $1", [.int8, .text])
 

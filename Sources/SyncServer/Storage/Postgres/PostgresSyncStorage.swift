@@ -189,12 +189,15 @@ public final class PostgresSyncStorage: SyncStorage {
         }
     }
 
-    public func schemaDefinition(of dataset: String, version: SchemaVersion) throws(ServerError) -> SchemaDefinition? {
-        try serverWork("reading a schema definition of dataset \(dataset)") { connection in
-            let result = try connection.execute(
-                Statements.schemaDefinition, [.text(dataset), .text(version.description)])
-            guard result.rowCount == 1 else { return nil }
-            return try RecordedSchema.definition(fromStored: try result.string(row: 0, column: 0))
+    public func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition] {
+        try serverWork("reading the schema definitions of dataset \(dataset)") { connection in
+            let result = try connection.execute(Statements.schemaDefinitions, [.text(dataset)])
+            var definitions: [SchemaVersion: SchemaDefinition] = [:]
+            for row in 0..<result.rowCount {
+                let version = try RecordedSchema.version(fromStored: try result.string(row: row, column: 0))
+                definitions[version] = try RecordedSchema.definition(fromStored: try result.string(row: row, column: 1))
+            }
+            return definitions
         }
     }
 
