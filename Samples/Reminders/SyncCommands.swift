@@ -137,7 +137,7 @@ enum SyncCommands {
                   "siteID": \(JSONOutput.string(log.identity.siteID.map { String(format: "%02x", $0) }.joined())),
                   "pendingChanges": \(pending),
                   "servers": [\(endpoints.joined(separator: ", "))],
-                  "rejectedChanges": [\(refused.joined(separator: ", "))],
+                  "refusedOutgoingChanges": [\(refused.joined(separator: ", "))],
                   "stashedChanges": \(stashed),
                   "refusedIncomingChanges": [\(refusedIncoming.joined(separator: ", "))]
                 }

@@ -250,6 +250,7 @@ struct RemindersCLITests {
         let status = try #require(
             try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
         #expect(status["stashedChanges"] as? Int == 1)
+        #expect((status["refusedOutgoingChanges"] as? [Any])?.isEmpty == true)
         let refused = try #require(status["refusedIncomingChanges"] as? [[String: Any]])
         #expect(refused.count == 1)
         #expect(refused.first?["table"] as? String == "remindersLists")
