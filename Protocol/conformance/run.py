@@ -1122,6 +1122,14 @@ class Run:
         answer = dataset.post("push", push(site, [good] + sorted(passing.values(), key=lambda change: change["seq"])))
         self.check("schema.changes-the-definition-allows-are-stored",
                    answer.status == 200 and answer.json().get("acknowledgedThrough") == 4, answer.describe())
+        # Section 7.3: a definition of another version of the major that drops what this one
+        # declares (here NOT NULL) is no minor step, in either direction, and is not recorded.
+        looser = json.loads(json.dumps(TASKS))
+        looser["tables"][0]["columns"][2]["notNull"] = False
+        for version in ("1.2.0", "1.0.9"):
+            self.expect("schema.a-definition-that-is-no-minor-step-is-schema_conflict-" + version,
+                        dataset.post("hello", described_hello(looser, version=version, site=new_site())),
+                        409, "schema_conflict")
         # A version no hello described is checked by the nearest definition of its major: the one
         # above it by every rule, else the one below it for what that one declares.
         older = new_site()

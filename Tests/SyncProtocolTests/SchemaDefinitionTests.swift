@@ -153,4 +153,48 @@ struct SchemaDefinitionTests {
             HelloRequest.self, from: try ProtocolFiles.data("vectors/hello-request.basic.json"), limits: .standard)
         #expect(hello.schema.definition == nil)
     }
+
+    /// Section 7.3: the Reminders sample's 1.1.0 is a minor step from its 1.0.0; each way of
+    /// loosening or dropping what 1.0.0 declares is not, and a step backwards is not either.
+    @Test func aMinorStepKeepsWhatTheOlderDefinitionDeclares() throws {
+        let older = try #require(SchemaVector.all.first { $0.name == "reminders-1.0.0" }).definition
+        let newer = try #require(SchemaVector.all.first { $0.name == "reminders-1.1.0" }).definition
+        #expect(newer.minorStepProblem(from: older) == nil)
+        #expect(newer.minorStepProblem(from: newer) == nil)
+        #expect(older.minorStepProblem(from: newer)?.contains("left out") == true)
+        func changed(_ change: (inout SchemaDefinition.Table) -> Void) -> SchemaDefinition {
+            var definition = newer
+            let place = definition.tables.firstIndex { $0.name == "reminders" }!
+            change(&definition.tables[place])
+            return definition
+        }
+        func column(_ name: String, in table: SchemaDefinition.Table) -> Int {
+            table.columns.firstIndex { $0.name == name }!
+        }
+        let cases: [(String, SchemaDefinition)] = [
+            ("NOT NULL dropped", changed { $0.columns[column("title", in: $0)].isNotNull = false }),
+            ("NOT NULL added", changed { $0.columns[column("dueDate", in: $0)].isNotNull = true }),
+            ("another type", changed { $0.columns[column("isDone", in: $0)].type = "TEXT" }),
+            ("a column left out", changed { $0.columns.remove(at: column("listID", in: $0)) }),
+            ("another key", changed { $0.columns[column("title", in: $0)].primaryKeyPosition = 2 }),
+            ("STRICT dropped", changed { $0.isStrict = false }),
+            ("WITHOUT ROWID added", changed { $0.isWithoutRowID = true }),
+            (
+                "a NOT NULL column added without a default",
+                changed { $0.columns.append(.init(name: "colour", type: "TEXT", isNotNull: true)) }
+            ),
+        ]
+        for (name, definition) in cases {
+            #expect(definition.minorStepProblem(from: older) != nil, "\(name)")
+        }
+        var respelled = newer
+        respelled.tables[0].name = respelled.tables[0].name.uppercased()
+        respelled.tables[0].columns[0].type = respelled.tables[0].columns[0].type.lowercased()
+        #expect(respelled.minorStepProblem(from: older) == nil)
+        let added = changed {
+            $0.columns.append(.init(name: "colour", type: "TEXT", isNotNull: true, defaultValue: .value(.text(""))))
+            $0.columns.append(.init(name: "size", type: "INTEGER"))
+        }
+        #expect(added.minorStepProblem(from: older) == nil)
+    }
 }

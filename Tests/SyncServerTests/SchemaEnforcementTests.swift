@@ -213,6 +213,41 @@ struct SchemaEnforcementTests {
         #expect(try newer.push([label, colour]).acknowledgedThrough == 2)
     }
 
+    /// A client cannot loosen the rules by announcing a looser definition of another version of
+    /// the major (section 7.3): a definition that is not a minor step from, or to, the ones the
+    /// dataset has is `409 schema_conflict`, and nothing of it is recorded; a lawful one is.
+    @Test(arguments: StorageBackend.allCases) func aDefinitionThatIsNoMinorStepIsRefused(_ backend: StorageBackend)
+        throws
+    {
+        let server = try LiveServer(backend: backend)
+        let token = try makeDataset(server, "family")
+        let definition = try Self.definition()
+        #expect(try Self.peer(server, token: token, schema: Self.described(definition)).hello().verdict == .compatible)
+        var looser = definition
+        let reminders = looser.tables.firstIndex { $0.name == "reminders" }!
+        let notes = looser.tables[reminders].columns.firstIndex { $0.name == "notes" }!
+        looser.tables[reminders].columns[notes].isNotNull = false
+        for version in [SchemaVersion(1, 2), SchemaVersion(1, 0, 9)] {
+            let answer = try Self.hello(
+                Self.peer(server, token: token, schema: Self.described(looser, version), siteByte: 2))
+            #expect(answer.status == 409 && answer.errorCode == "schema_conflict", "\(version): \(answer.text)")
+            #expect(answer.text.contains("reminders.notes"), "\(answer.text)")
+        }
+        #expect(try server.storage().schemaDefinitions(of: "family").keys.sorted() == [SchemaVersion(1, 1)])
+        #expect(try server.storage().schemaVersion(of: "family") == SchemaVersion(1, 1))
+        // Pushes under 1.2 are still checked by 1.1's rules.
+        var mallory = TestPeer(server, dataset: "family", token: token, siteByte: 2)
+        mallory.schema = SchemaDescription(version: SchemaVersion(1, 2), fingerprint: "x", tables: [:])
+        let refused = try Self.push(mallory, [Self.reminder(mallory, .update, ["notes": .null], seq: 1)])
+        #expect(refused.errorCode == "schema_violation", "\(refused.text)")
+
+        var lawful = definition
+        lawful.tables[reminders].columns.append(.init(name: "colour", type: "TEXT"))
+        let next = Self.peer(server, token: token, schema: Self.described(lawful, SchemaVersion(1, 2)), siteByte: 3)
+        #expect(try next.hello().verdict == .compatible)
+        #expect(try server.storage().schemaDefinitions(of: "family")[SchemaVersion(1, 2)] == lawful)
+    }
+
     /// A read-only token's hello records nothing, its definition included.
     @Test func aReadOnlyHelloRecordsNoDefinition() throws {
         let server = try LiveServer(backend: .sqlite)

@@ -41,6 +41,32 @@ struct RecordedSchema: Sendable, Hashable {
         return nil
     }
 
+    /// Throws `409 schema_conflict` when `schema`'s definition is not a minor step after, or
+    /// before, a definition of its major the dataset records (``SchemaDefinition/minorStepProblem(from:)``):
+    /// recorded, it would let pushes under its version past the rules clients of the others keep.
+    ///
+    /// ```swift
+    /// try RecordedSchema.checkMinorSteps(hello.schema, among: try storage.schemaDefinitions(of: "family"))
+    /// ```
+    static func checkMinorSteps(_ schema: SchemaDescription, among recorded: [SchemaVersion: SchemaDefinition])
+        throws(ErrorBody)
+    {
+        guard let definition = schema.definition else { return }
+        for (version, other) in recorded.sorted(by: { $0.key < $1.key })
+        where version.major == schema.version.major && version != schema.version {
+            let isOlder = version < schema.version
+            guard
+                let problem = isOlder
+                    ? definition.minorStepProblem(from: other) : other.minorStepProblem(from: definition)
+            else { continue }
+            throw ErrorBody(
+                .schemaConflict,
+                "schema \(schema.version)'s definition is not a minor step \(isOlder ? "after" : "before") "
+                    + "\(version)'s, which this dataset knows: \(problem) (Protocol/README.md, section 7.3); a "
+                    + "change like this needs a new major version")
+        }
+    }
+
     /// A definition as kept in storage: its canonical JSON.
     static func storedText(_ definition: SchemaDefinition) throws -> String {
         String(decoding: try ProtocolJSON.encode(definition), as: UTF8.self)

@@ -277,19 +277,23 @@ public final class SQLiteSyncStorage: SyncStorage {
     public func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition] {
         try serverWork("reading the schema definitions of dataset \(dataset)") {
             try pool.read { db in
-                var definitions: [SchemaVersion: SchemaDefinition] = [:]
-                for row in try db.fetchAll(
+                try Self.definitions(
                     """
                     SELECT s.version, s.definition FROM server_schema_definitions AS s
                     JOIN server_datasets AS d ON d.id = s.datasetID WHERE d.name = \(dataset)
-                    """)
-                {
-                    let version = try RecordedSchema.version(fromStored: try row.decode(at: 0))
-                    definitions[version] = try RecordedSchema.definition(fromStored: try row.decode(at: 1))
-                }
-                return definitions
+                    """, db)
             }
         }
+    }
+
+    /// The definitions `query` selects, as (version, definition) rows.
+    private static func definitions(_ query: SQL, _ db: Database) throws -> [SchemaVersion: SchemaDefinition] {
+        var definitions: [SchemaVersion: SchemaDefinition] = [:]
+        for row in try db.fetchAll(query) {
+            let version = try RecordedSchema.version(fromStored: try row.decode(at: 0))
+            definitions[version] = try RecordedSchema.definition(fromStored: try row.decode(at: 1))
+        }
+        return definitions
     }
 
     public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
@@ -324,6 +328,11 @@ public final class SQLiteSyncStorage: SyncStorage {
                         VALUES (\(datasetID), \(version), \(schema.fingerprint))
                         """)
                 case .definition? where mayMoveDataset:
+                    try RecordedSchema.checkMinorSteps(
+                        schema,
+                        among: try Self.definitions(
+                            "SELECT version, definition FROM server_schema_definitions WHERE datasetID = \(datasetID)",
+                            db))
                     let definition = try RecordedSchema.storedText(schema.definition!)
                     try db.execute(
                         """

@@ -135,6 +135,9 @@ extension PostgresSyncStorage {
             SELECT s.version, s.definition FROM server_schema_definitions AS s
             JOIN server_datasets AS d ON d.id = s.dataset_id WHERE d.name = $1
             """, [.text])
+        static let schemaDefinitionsByID = PostgresStatement(
+            "schemaDefinitionsByID", "SELECT version, definition FROM server_schema_definitions WHERE dataset_id = $1",
+            [.int8])
         static let setSchemaVersion = PostgresStatement(
             "setSchemaVersion", "UPDATE server_datasets SET schema_version = $2 WHERE id = $1", [.int8, .text])
 

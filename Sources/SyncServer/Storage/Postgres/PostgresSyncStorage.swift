@@ -191,14 +191,18 @@ public final class PostgresSyncStorage: SyncStorage {
 
     public func schemaDefinitions(of dataset: String) throws(ServerError) -> [SchemaVersion: SchemaDefinition] {
         try serverWork("reading the schema definitions of dataset \(dataset)") { connection in
-            let result = try connection.execute(Statements.schemaDefinitions, [.text(dataset)])
-            var definitions: [SchemaVersion: SchemaDefinition] = [:]
-            for row in 0..<result.rowCount {
-                let version = try RecordedSchema.version(fromStored: try result.string(row: row, column: 0))
-                definitions[version] = try RecordedSchema.definition(fromStored: try result.string(row: row, column: 1))
-            }
-            return definitions
+            try Self.definitions(try connection.execute(Statements.schemaDefinitions, [.text(dataset)]))
         }
+    }
+
+    /// The definitions of `result`'s (version, definition) rows.
+    private static func definitions(_ result: PostgresResult) throws -> [SchemaVersion: SchemaDefinition] {
+        var definitions: [SchemaVersion: SchemaDefinition] = [:]
+        for row in 0..<result.rowCount {
+            let version = try RecordedSchema.version(fromStored: try result.string(row: row, column: 0))
+            definitions[version] = try RecordedSchema.definition(fromStored: try result.string(row: row, column: 1))
+        }
+        return definitions
     }
 
     public func recordSchema(_ schema: SchemaDescription, dataset: String, mayMoveDataset: Bool) throws
@@ -228,6 +232,10 @@ public final class PostgresSyncStorage: SyncStorage {
                     try connection.execute(
                         Statements.insertSchema, [.int8(datasetID), .text(version), .text(schema.fingerprint)])
                 case .definition? where mayMoveDataset:
+                    try RecordedSchema.checkMinorSteps(
+                        schema,
+                        among: try Self.definitions(
+                            try connection.execute(Statements.schemaDefinitionsByID, [.int8(datasetID)])))
                     try connection.execute(
                         Statements.insertSchemaDefinition,
                         [
