@@ -219,10 +219,12 @@ extension ChangeLog {
     ) throws {
         let target = applying.target
         let columns = applying.row.versions.columns
+        // Read once: the rule is asked for every column.
+        let versions = applying.versions
         var redated: [String] = []
         if verdict == .merge(newCreation: true) {
             try applying.record(.creation)
-            for (name, version) in columns where MergeRule.isDatedByCreation(version, row: applying.versions) {
+            for (name, version) in columns where MergeRule.isDatedByCreation(version, row: versions) {
                 redated.append(name)
             }
         }
@@ -235,7 +237,7 @@ extension ChangeLog {
             // is recorded, not merged). A version at clock 0 is one a purged database left for
             // the edits it lost (StoreIdentity); the rule counts neither.
             let name = target.definition.columns[position].name
-            guard MergeRule.writesColumn(at: applying.incoming, over: columns[name], row: applying.versions) else {
+            guard MergeRule.writesColumn(at: applying.incoming, over: columns[name], row: versions) else {
                 continue
             }
             winners[position] = value
