@@ -117,6 +117,7 @@ let package = Package(
             name: "ostore-bench",
             dependencies: [
                 "OfflineStore", "CReferenceBench", "RemindersModel", "SyncClient", "SyncServer", "SyncProtocol",
+                "CommandLineTool",
                 // The throwaway PostgreSQL cluster of `server --backend postgres`, shared with the tests.
                 "PostgresScratchCluster",
             ]

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import secrets
+import select
 import socket
 import ssl
 import struct
@@ -464,12 +465,14 @@ def push(site, changes, version="1.1.0", protocol=2, after=None):
     return message
 
 
-def pull(site, cursor=None, limit=None, version="1.1.0", protocol=2):
+def pull(site, cursor=None, limit=None, version="1.1.0", protocol=2, wait=None):
     message = {"protocolVersion": protocol, "schemaVersion": version, "site": site}
     if cursor is not None:
         message["cursor"] = cursor
     if limit is not None:
         message["limit"] = limit
+    if wait is not None:
+        message["wait"] = wait
     return message
 
 
@@ -641,6 +644,7 @@ class Run:
         self.part("push", self.pushes)
         self.part("pipelined", self.pipelined)
         self.part("pull", self.pulls)
+        self.part("live", self.live_pulls)
         self.part("lww", self.last_writer_wins)
         self.part("stash", self.stash)
         self.part("names", self.names)
@@ -1011,6 +1015,96 @@ class Run:
         self.expect("pull.read-only-token-may-pull", dataset.post("pull", pull(reader), token=dataset.read_only), 200,
                     shape=pull_response_problem)
 
+    # --- live pulls (section 10.5) --------------------------------------------------------------
+
+    def caught_up(self, purpose):
+        """A dataset with one change of a writer, and a reader's cursor at the end of its log."""
+        dataset = self.server.dataset(purpose)
+        writer, reader = new_site(), new_site()
+        answer = dataset.post("hello", hello(site=writer, protocols=(1, 2, 3)))
+        dataset.post("push", push(writer, [change(writer, 1, key="first")]))
+        return dataset, writer, reader, pull_all(dataset, reader)[2], answer.json()
+
+    def waiting_pull(self, dataset, site, cursor, wait):
+        """A live pull sent on another thread: (thread, results), results filled with the answer and its time."""
+        results = {}
+
+        def send():
+            started = time.time()
+            results["answer"] = dataset.post("pull", pull(site, cursor, protocol=3, wait=wait))
+            results["took"] = time.time() - started
+
+        thread = threading.Thread(target=send)
+        thread.start()
+        return thread, results
+
+    def live_pulls(self):
+        dataset, writer, reader, cursor, hello_answer = self.caught_up("live")
+        if hello_answer.get("protocolVersion", 0) < 3 or not hello_answer["limits"].get("maxPullWaitMilliseconds"):
+            self.skip("live", "the server does not hold pulls (protocol 3 with maxPullWaitMilliseconds above 0)")
+            return
+        thread, results = self.waiting_pull(dataset, reader, cursor, 10000)
+        time.sleep(0.5)
+        self.check("live.a-caught-up-pull-waits", "answer" not in results, results)
+        dataset.post("push", push(writer, [change(writer, 2, op="update", key="first", columns={"a": {"integer": "2"}})]))
+        thread.join(timeout=30)
+        answer = results.get("answer")
+        page = answer.json() if answer is not None and answer.status == 200 else {}
+        self.check("live.another-sites-change-ends-the-wait",
+                   [c["seq"] for c in page.get("changes", [])] == [2] and results.get("took", 99) < 8
+                   and page.get("phase") == "log" and pull_response_problem(page) is None,
+                   answer.describe() if answer is not None else "no answer")
+        started = time.time()
+        quiet = dataset.post("pull", pull(reader, page.get("cursor"), protocol=3, wait=1000))
+        took = time.time() - started
+        self.check("live.a-wait-ends-with-an-empty-log-page",
+                   quiet.status == 200 and quiet.json()["changes"] == [] and not quiet.json()["hasMore"]
+                   and 0.9 <= took < 10, "%s after %.2f s" % (quiet.describe(), took))
+        thread, results = self.waiting_pull(dataset, writer, page.get("cursor"), 1500)
+        time.sleep(0.3)
+        dataset.post("push", push(writer, [change(writer, 3, key="mine")]))
+        thread.join(timeout=30)
+        own = results.get("answer")
+        self.check("live.its-own-change-does-not-end-a-sites-wait",
+                   own is not None and own.status == 200 and own.json()["changes"] == [] and results["took"] >= 1.4,
+                   "%s after %.2f s" % (own.describe() if own else "no answer", results.get("took", 0)))
+        started = time.time()
+        snapshot = dataset.post("pull", pull(new_site(), protocol=3, wait=10000))
+        self.check("live.a-snapshot-page-never-waits",
+                   snapshot.status == 200 and snapshot.json()["phase"] == "snapshot" and time.time() - started < 5,
+                   snapshot.describe())
+        self.expect("live.wait-in-protocol-2-is-invalid_message",
+                    dataset.post("pull", pull(reader, cursor, protocol=2, wait=1000)), 400, "invalid_message")
+        self.expect("live.a-negative-wait-is-invalid_message",
+                    dataset.post("pull", pull(reader, cursor, protocol=3, wait=-1)), 400, "invalid_message")
+
+    def _too_many_waiting_pulls(self):
+        """Live pulls of new sites, each on its own connection and left waiting, until the server
+        refuses one (at most 600)."""
+        dataset, _, _, cursor, _ = self.caught_up("waiting")
+        held = []
+        try:
+            for _ in range(600):
+                body = dumps(pull(new_site(), cursor, protocol=3, wait=8000))
+                connection = socket.create_connection((self.server.host, self.server.port), timeout=self.server.timeout)
+                if self.server.tls:
+                    connection = ssl.create_default_context().wrap_socket(connection, server_hostname=self.server.host)
+                head = ("POST /v1/datasets/%s/pull HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n"
+                        "Content-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+                        % (dataset.name, self.server.host, self.server.port, dataset.token, len(body)))
+                connection.sendall(head.encode("latin-1") + body)
+                held.append(connection)
+                # A waiting pull sends nothing; a refused one is answered at once.
+                readable, _, _ = select.select([connection], [], [], 0.02)
+                if readable:
+                    answer = Server._read(connection)
+                    if answer.status != 200:
+                        return answer
+            return Answer(0, [], b"600 pulls waited and none was refused")
+        finally:
+            for connection in held:
+                connection.close()
+
     def last_writer_wins(self):
         dataset = self.server.dataset("lww")
         low, high = "1" * 32, "f" * 32
@@ -1199,6 +1293,7 @@ class Run:
             "schema_conflict": lambda: dataset.post("hello", hello(site=site, fp=secrets.token_hex(32))),
             "major_not_allowed": lambda: dataset.post("hello", hello("3.0.0", site=site)),
             "previous_push_missing": lambda: dataset.post("push", push(site, [change(site, 101)], after=100)),
+            "too_many_waiting_pulls": lambda: self._too_many_waiting_pulls(),
             "body_too_large": lambda: server.send("POST", path, [auth, json_type], b"",
                                                   content_length=int(limits["maxBodyBytes"]) + 1, send_body=False),
             "unsupported_media_type": lambda: server.send("POST", path, [auth, ("Content-Type", "text/plain")], body),

@@ -75,7 +75,8 @@ enum SyncCommands {
         }
     }
 
-    /// Syncs at the interval and soon after local changes until SIGTERM or SIGINT.
+    /// Keeps a live pull open (or, with a server that does not hold pulls, syncs at the interval)
+    /// and syncs soon after local changes, until SIGTERM or SIGINT.
     static func daemon(_ target: SyncTarget, interval: Double, release: AppRelease, store: OpenedStore) throws {
         let stop = StopSignals()
         let engine = try engine(target, release: release, store: store, attempts: 1)
@@ -86,7 +87,8 @@ enum SyncCommands {
         // once, not when a buffer fills.
         func line(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
         line(
-            "syncing \(store.db.path) with \(target.server.absoluteString) every \(Int(interval)) s; stop with SIGTERM")
+            "syncing \(store.db.path) with \(target.server.absoluteString): live while the server holds pulls, "
+                + "else every \(Int(interval)) s; stop with SIGTERM")
         daemon.run(
             until: { stop.isRaised },
             report: { status in

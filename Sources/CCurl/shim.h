@@ -54,6 +54,17 @@ static inline CURLcode ccurl_setopt_data_callback(CURL *handle, CURLoption optio
     return curl_easy_setopt(handle, option, value);
 }
 
+/// The signature of CURLOPT_XFERINFOFUNCTION: returning non-zero aborts the
+/// transfer with CURLE_ABORTED_BY_CALLBACK
+/// (https://curl.se/libcurl/c/CURLOPT_XFERINFOFUNCTION.html).
+typedef int (*ccurl_xferinfo_callback)(void *context, curl_off_t download_total, curl_off_t downloaded,
+                                       curl_off_t upload_total, curl_off_t uploaded);
+
+/// curl_easy_setopt for CURLOPT_XFERINFOFUNCTION.
+static inline CURLcode ccurl_setopt_xferinfo_callback(CURL *handle, ccurl_xferinfo_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
+}
+
 /// curl_easy_getinfo for CURLINFO_LONG values (CURLINFO_RESPONSE_CODE,
 /// CURLINFO_NUM_CONNECTS, ...).
 static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {

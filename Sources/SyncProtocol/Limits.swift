@@ -22,11 +22,15 @@ public struct Limits: Codable, Sendable, Hashable {
     /// or later. Absent (nil) from servers that predate `after`: a client then sends one batch at a
     /// time (``pushesInFlight``).
     public var maxPushesInFlight: Int?
+    /// Longest a pull's ``PullRequest/wait`` is honoured, in milliseconds: a larger wait is
+    /// capped, never refused. 0 when the server does not hold pulls, and absent (nil) from
+    /// servers that predate live pulls: a client then polls.
+    public var maxPullWaitMilliseconds: Int?
 
     public init(
         maxBodyBytes: Int = 8 << 20, maxChangesPerPush: Int = 5_000, maxChangesPerPull: Int = 5_000,
         maxClockDriftMilliseconds: Int64 = 300_000, maxIdentifierLength: Int = 128, maxNestingDepth: Int = 32,
-        maxPushesInFlight: Int? = 2
+        maxPushesInFlight: Int? = 2, maxPullWaitMilliseconds: Int? = 30_000
     ) {
         self.maxBodyBytes = maxBodyBytes
         self.maxChangesPerPush = maxChangesPerPush
@@ -35,11 +39,16 @@ public struct Limits: Codable, Sendable, Hashable {
         self.maxIdentifierLength = maxIdentifierLength
         self.maxNestingDepth = maxNestingDepth
         self.maxPushesInFlight = maxPushesInFlight
+        self.maxPullWaitMilliseconds = maxPullWaitMilliseconds
     }
 
     /// How many pushes a client may have in flight with this server: ``maxPushesInFlight``, 1
     /// when the server does not announce it.
     public var pushesInFlight: Int { max(1, maxPushesInFlight ?? 1) }
+
+    /// How long this server holds a pull that asks to wait: ``maxPullWaitMilliseconds``, zero
+    /// when it does not say.
+    public var pullWait: Duration { .milliseconds(max(0, maxPullWaitMilliseconds ?? 0)) }
 
     public static let standard = Limits()
 }

@@ -12,4 +12,9 @@ final class LockedState<Value: Sendable>: @unchecked Sendable {
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try lock.withLock { try body(&value) }
     }
+
+    /// The value now. Read a closure this way, never as `withLock { $0 }`: this toolchain writes a
+    /// function value passed `inout` back wrapped in one more reabstraction thunk on every such read,
+    /// so each call of it would run deeper than the one before.
+    var current: Value { lock.withLock { value } }
 }

@@ -48,7 +48,8 @@ final class ServerProcess {
     /// HTTP. A data directory already in place (copied there by the caller) keeps its dataset; a
     /// token is added.
     convenience init(
-        executable: URL, directory: URL, threads: Int, prepare: (SQLiteSyncStorage) throws -> Void = { _ in }
+        executable: URL, directory: URL, threads: Int, arguments: [String] = [],
+        prepare: (SQLiteSyncStorage) throws -> Void = { _ in }
     ) throws {
         let data = directory.appendingPathComponent("data")
         let token: String
@@ -63,17 +64,20 @@ final class ServerProcess {
             try prepare(storage)
         }
         try self.init(
-            executable: executable, directory: directory, storage: .sqlite(data), token: token, threads: threads)
+            executable: executable, directory: directory, storage: .sqlite(data), token: token, threads: threads,
+            arguments: arguments)
     }
 
-    /// A server on `storage`, whose dataset `token` grants; its log is `directory/name.log`.
-    init(executable: URL, directory: URL, name: String = "server", storage: BenchStorage, token: String, threads: Int)
-        throws
-    {
+    /// A server on `storage`, whose dataset `token` grants, with `arguments` added to `serve`'s; its
+    /// log is `directory/name.log`.
+    init(
+        executable: URL, directory: URL, name: String = "server", storage: BenchStorage, token: String, threads: Int,
+        arguments: [String] = []
+    ) throws {
         self.token = token
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["serve", "--port", "0", "--threads", String(threads)]
+        process.arguments = ["serve", "--port", "0", "--threads", String(threads)] + arguments
         switch storage {
         case .sqlite(let data): process.arguments! += ["--data", data.path]
         case .postgres(let url):
@@ -122,6 +126,11 @@ final class ServerProcess {
         while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+
+    /// The server's resident memory now (`VmRSS`) in bytes.
+    func residentBytes() -> Int {
+        statusField("VmRSS:") * 1024
     }
 
     /// The server's peak resident memory (`VmHWM`) in bytes.

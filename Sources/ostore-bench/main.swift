@@ -11,6 +11,7 @@ let usage = """
            ostore-bench sync [--changes N] [--runs N] [--first-sync-rows N] [--first-sync-schema todos|lists]
                              [--seed-cache DIR] [--round-trip-ms N] [--pushes-in-flight N] [--server-threads N]
                              [--server PATH] [--json]
+           ostore-bench live [--devices N] [--trials N] [--polling-samples N] [--server PATH] [--json]
 
       database   the SQLite layer: prepared and Codable inserts, Codable and hand-written fetches, cursor scan
       migration  lightweight stages at --rows and at 10000 reminders, the 12-step table rebuild against
@@ -50,6 +51,14 @@ let usage = """
                  N/2 ms after it arrived each way (a network with that round trip, bandwidth unlimited);
                  the HTTP limit then adds N ms per request, as one request at a time would pay.
                  --pushes-in-flight N sets client A's SyncEngine.Configuration.pushesInFlight (default 2)
+      live       live sync against an ostore-server process (built next to ostore-bench): --devices N
+                 (default 1000) idle devices each hold a live pull on one connection (one thread with poll,
+                 no stores), device B's SyncDaemon keeps one open too, and device A commits a row and pushes
+                 it, --trials N times (default 40); reports the median and p99 time from A's commit to B's
+                 applied change (targets: under 50 ms and 250 ms), the server's memory for the waiters
+                 (target under 64 MB) and its CPU while they all wait (target under 2% of a core), then the
+                 same with B's daemon polling at its default 30 s interval, --polling-samples N commits
+                 (default 3; 0 skips them; each takes one interval)
       --rows N   rows per workload (default 200000 for database and changelog, 1000000 for migration)
       --runs N   timed runs per side; the median is reported (default 5, at least 5 recommended)
       --only S   run only the workloads whose name contains S
@@ -134,6 +143,40 @@ if group == "sync" {
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("ostore-bench sync: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if group == "live" {
+    var live = LiveBenchOptions()
+    while let flag = arguments.first {
+        arguments.removeFirst()
+        if flag == "--json" {
+            live.json = true
+            continue
+        }
+        guard let value = arguments.first else {
+            FileHandle.standardError.write(Data("ostore-bench live: \(flag) needs a value\n\(usage)\n".utf8))
+            exit(2)
+        }
+        arguments.removeFirst()
+        let number = Int(value).flatMap { $0 >= 0 ? $0 : nil }
+        switch (flag, number) {
+        case ("--server", _): live.server = value
+        case ("--devices", let number?) where number <= 3_000: live.devices = number
+        case ("--trials", let number?) where number > 0: live.trials = number
+        case ("--polling-samples", let number?): live.pollingSamples = number
+        default:
+            FileHandle.standardError.write(Data("ostore-bench live: bad option \(flag) \(value)\n\(usage)\n".utf8))
+            exit(2)
+        }
+    }
+    do {
+        let result = try LiveWorkloads(options: live).run()
+        print(live.json ? result.json() : result.table())
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("ostore-bench live: \(error)\n".utf8))
         exit(1)
     }
 }

@@ -53,6 +53,11 @@ enum LimitOptions {
             name: "--max-pushes-in-flight", valueName: "N",
             help: "pushes of one site a client may have sent and not had answered", range: 1...64,
             read: { Int64($0.pushesInFlight) }, set: { $0.maxPushesInFlight = Int($1) }),
+        Option(
+            name: "--max-pull-wait", valueName: "S",
+            help: "seconds a live pull may wait for a change (0: pulls never wait)", range: 0...300,
+            read: { Int64($0.maxPullWaitMilliseconds ?? 0) / 1000 },
+            set: { $0.maxPullWaitMilliseconds = Int($1) * 1000 }),
     ]
 
     static var commandOptions: [CommandOption] { all.map(\.commandOption) }

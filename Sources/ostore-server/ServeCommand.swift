@@ -12,6 +12,7 @@ enum ServeCommand: Command {
         "[--data DIR | --postgres URL] [--host ADDRESS] [--port N] [--tls-cert FILE --tls-key FILE] [--threads N] "
         + "[--max-body-bytes N] [--max-changes-per-push N] [--max-changes-per-pull N] [--max-clock-drift S] "
         + "[--max-identifier-length N] [--max-nesting-depth N] [--max-pushes-in-flight N] [--headers-timeout S] "
+        + "[--max-pull-wait S] [--max-waiting-pulls N] [--max-waiting-pulls-per-ip N] [--max-connections-per-ip N] "
         + "[--min-body-rate N] [--body-memory-budget N] [--body-memory-per-token N] [--allow-test-clock]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
@@ -36,6 +37,16 @@ enum ServeCommand: Command {
                 name: "--body-memory-per-token", valueName: "N",
                 help: "bytes the bodies in flight of one token may take together (default 67108864)"),
             CommandOption(
+                name: "--max-waiting-pulls", valueName: "N",
+                help: "live pulls waiting at once, from all clients (default \(SyncService.PullWaits.standard.total))"),
+            CommandOption(
+                name: "--max-waiting-pulls-per-ip", valueName: "N",
+                help: "live pulls waiting at once from one client address (default "
+                    + "\(SyncService.PullWaits.standard.perAddress))"),
+            CommandOption(
+                name: "--max-connections-per-ip", valueName: "N",
+                help: "connections open at once from one client address (default \(Self.perIPConnectionLimit))"),
+            CommandOption(
                 name: "--allow-test-clock", valueName: nil,
                 help: "honour the \(TestClock.header) request header (conformance runs only; never in production)"),
         ]
@@ -54,6 +65,12 @@ enum ServeCommand: Command {
         new incarnation, so devices download it again (see `ostore-server restore`). A PostgreSQL
         database restored with pg_restore needs `ostore-server restore --postgres URL` instead.
 
+        A live pull (Protocol/README.md, section 10.5) waits up to --max-pull-wait seconds for a
+        change while its device is caught up, holding a connection but no thread. At most
+        --max-waiting-pulls wait at once, and --max-waiting-pulls-per-ip from one address; a pull
+        beyond them is answered 429 too_many_waiting_pulls and its client polls meanwhile. On
+        SIGTERM every waiting pull is answered at once.
+
         The --max-* options set the limits every hello states (Protocol/README.md, section 12); a
         conformance run (Protocol/conformance/run.py) starts a second server with
         --max-changes-per-push 2 for the vectors that name it.
@@ -69,6 +86,9 @@ enum ServeCommand: Command {
     /// Connections open at once: as many as the slow and idle clients a hostile crowd holds open,
     /// with room for the real ones beside them (their requests' deadlines close the slow ones).
     static let connectionLimit = 4096
+    /// Connections from one address at once, by default: a crowd behind one NAT gets a share, one
+    /// client cannot take them all.
+    static let perIPConnectionLimit = 256
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         // Before any thread starts, so a signal sent right after the "listening" line is never lost.
@@ -89,13 +109,24 @@ enum ServeCommand: Command {
             let perToken = Int(
                 arguments.values["--body-memory-per-token"]
                     ?? "\(max(limits.maxBodyBytes, min(67_108_864, bodyBudget)))"),
-            (limits.maxBodyBytes...bodyBudget).contains(perToken)
+            (limits.maxBodyBytes...bodyBudget).contains(perToken),
+            let perIPConnections = Int(arguments.values["--max-connections-per-ip"] ?? "\(Self.perIPConnectionLimit)"),
+            (1...Self.connectionLimit).contains(perIPConnections),
+            let waitingPulls = Int(
+                arguments.values["--max-waiting-pulls"] ?? "\(SyncService.PullWaits.standard.total)"),
+            (0...Self.connectionLimit).contains(waitingPulls),
+            let waitingPullsPerIP = Int(
+                arguments.values["--max-waiting-pulls-per-ip"]
+                    ?? "\(min(SyncService.PullWaits.standard.perAddress, perIPConnections / 2))"),
+            (0...perIPConnections).contains(waitingPullsPerIP)
         else {
             Console.error(
                 "ostore-server serve: --port, --threads (1-64), --headers-timeout (1-3600 seconds), "
                     + "--min-body-rate (≥ 0) and "
-                    + "--body-memory-budget (≥ --max-body-bytes) and --body-memory-per-token (between the two) take "
-                    + "numbers")
+                    + "--body-memory-budget (≥ --max-body-bytes) and --body-memory-per-token (between the two), "
+                    + "--max-connections-per-ip (1-\(Self.connectionLimit)), --max-waiting-pulls "
+                    + "(0-\(Self.connectionLimit)) and --max-waiting-pulls-per-ip (0 to --max-connections-per-ip) "
+                    + "take numbers")
             return .failure
         }
         let maxBody = limits.maxBodyBytes
@@ -149,10 +180,12 @@ enum ServeCommand: Command {
                     + "for conformance runs only",
             ])
         }
-        let service = SyncService(storage: storage, limits: limits, allowsTestClock: allowsTestClock)
+        let service = SyncService(
+            storage: storage, limits: limits, allowsTestClock: allowsTestClock,
+            pullWaits: .init(total: waitingPulls, perAddress: waitingPullsPerIP))
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
-            connectionLimit: Self.connectionLimit, perIPConnectionLimit: 256, maxBodyBytes: maxBody,
+            connectionLimit: Self.connectionLimit, perIPConnectionLimit: perIPConnections, maxBodyBytes: maxBody,
             tls: certificate.map { HTTPServer.Configuration.TLS(certificatePath: $0, privateKeyPath: key!) })
         configuration.headersTimeout = .seconds(headersTimeout)
         configuration.minimumBodyRate = minimumBodyRate
@@ -164,6 +197,8 @@ enum ServeCommand: Command {
         configuration.runsOffPollingThread = { _ in false }
         configuration.requiresContentLength = true
         configuration.admit = { service.admit($0) }
+        // Waiting live pulls are answered at once (caught up), so stopping does not wait for them.
+        configuration.stopping = { service.answerWaitingPulls() }
         configuration.requestRefused = { head, response, nanoseconds in
             RequestLog.refused(head, response, nanoseconds: nanoseconds)
         }

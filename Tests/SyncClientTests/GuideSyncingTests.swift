@@ -61,8 +61,9 @@ func syncStatus(engine: SyncEngine, db: Database, log: ChangeLog) throws -> Sync
 // syncing-status:end
 
 // syncing-daemon:begin
-/// Syncs until `stop` returns true: every 30 s, 2 s after any commit to the file (from any
-/// process), backing off with jitter while the server cannot be reached.
+/// Syncs until `stop` returns true: a live pull open while idle (or every 30 s with a server that does
+/// not hold pulls), 2 s after any commit to the file (from any process), backing off with jitter
+/// while the server cannot be reached.
 func keepInSync(path: String, server: URL, token: String, stop: () -> Bool) throws {
     let db = try Database(path: path)
     let log = try ChangeLog.open(db, migrator: try Migrator(plan: NotesPlan.self))

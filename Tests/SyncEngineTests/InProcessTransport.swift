@@ -22,6 +22,12 @@ final class InProcessTransport: SyncTransport, @unchecked Sendable {
     var paths: [String] { lock.withLock { requests } }
 
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
+        try post(url, headers: headers, body: body, cancelledWhen: { false })
+    }
+
+    func post(
+        _ url: URL, headers: [(String, String)], body: Data, cancelledWhen isCancelled: @escaping @Sendable () -> Bool
+    ) throws(SyncError) -> TransportReply {
         let fail = lock.withLock {
             requests.append(url.path)
             defer { failures = max(failures - 1, 0) }
@@ -30,7 +36,10 @@ final class InProcessTransport: SyncTransport, @unchecked Sendable {
         if fail { throw SyncError(.transport, "connection refused (simulated)", isRetryable: true) }
         var fields = HTTPHeaders()
         for (name, value) in headers { fields.add(name: name, value: value) }
-        let response = service.handle(HTTPRequest(method: "POST", path: url.path, headers: fields, body: body))
+        guard
+            let response = service.handle(
+                HTTPRequest(method: "POST", path: url.path, headers: fields, body: body), cancelledWhen: isCancelled)
+        else { throw SyncError(.transport, "the request was given up", isRetryable: false) }
         return TransportReply(
             status: response.status.rawValue, body: response.body,
             retryAfterSeconds: response.headers["Retry-After"].flatMap(Double.init))

@@ -18,6 +18,7 @@ struct ErrorCodeTests {
         "body_too_large": (413, false), "unsupported_media_type": (415, false),
         "unsupported_content_encoding": (415, false),
         "invalid_body_encoding": (400, false), "rate_limited": (429, true), "internal_error": (500, true),
+        "too_many_waiting_pulls": (429, true),
         "unavailable": (503, true), "malformed_request": (400, false), "headers_too_large": (431, false),
         "uri_too_long": (414, false), "length_required": (411, false),
     ]

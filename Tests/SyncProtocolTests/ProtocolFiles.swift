@@ -74,11 +74,15 @@ enum MessageKind: String, CaseIterable, Sendable {
     }
 
     /// The error a server answers a request body with, or nil when it accepts it: decoding, then
-    /// for a push the batch checks of ``ChangeValidation/validate(_:limits:now:)``.
+    /// for a push the batch checks of ``ChangeValidation/validate(_:limits:now:)``, for a pull
+    /// ``PullRequest/problem``.
     func serverError(for data: Data, limits: Limits, now: Int64) -> ErrorBody? {
-        do {
+        do throws(ErrorBody) {
             let message = try decode(data, limits: limits)
             if let push = message.base as? PushRequest { try ChangeValidation.validate(push, limits: limits, now: now) }
+            if let pull = message.base as? PullRequest, let problem = pull.problem {
+                throw ErrorBody(.invalidMessage, problem)
+            }
             return nil
         } catch {
             return error

@@ -5,6 +5,10 @@ import Foundation
 public struct TimedOut: Error, CustomStringConvertible {
     public let what: String
     public var description: String { "timed out waiting for \(what)" }
+
+    public init(what: String) {
+        self.what = what
+    }
 }
 
 /// Runs `work` on a dispatch thread and waits at most `seconds` for it, so a deadlock fails the test

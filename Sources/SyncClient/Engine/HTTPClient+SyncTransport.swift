@@ -9,11 +9,24 @@ extension HTTPClient: SyncTransport {
     public var maxConcurrentRequests: Int { max(1, configuration.maxConcurrentRequests) }
 
     public func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply {
+        try post(url, headers: headers, body: body, isCancelled: nil)
+    }
+
+    public func post(
+        _ url: URL, headers: [(String, String)], body: Data, cancelledWhen isCancelled: @escaping @Sendable () -> Bool
+    ) throws(SyncError) -> TransportReply {
+        try post(url, headers: headers, body: body, isCancelled: isCancelled)
+    }
+
+    private func post(
+        _ url: URL, headers: [(String, String)], body: Data, isCancelled: (@Sendable () -> Bool)?
+    ) throws(SyncError) -> TransportReply {
         var fields = HTTPHeaders()
         for (name, value) in headers { fields[name] = value }
         let response: HTTPClientResponse
         do {
-            response = try send(HTTPClientRequest(method: .post, url: url, headers: fields, body: body))
+            response = try send(
+                HTTPClientRequest(method: .post, url: url, headers: fields, body: body), cancelledWhen: isCancelled)
         } catch {
             throw SyncError(.transport, error.description, isRetryable: error.isRetryable)
         }

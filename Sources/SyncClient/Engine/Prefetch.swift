@@ -52,6 +52,15 @@ final class Prefetch<Value: Sendable>: @unchecked Sendable {
         return try lock.withLock { result! }.get()
     }
 
+    /// Waits up to `timeout` for the work to end; whether it has.
+    func wait(upTo timeout: Duration) -> Bool {
+        let nanoseconds = max(
+            0, timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        guard done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
+        done.signal()
+        return true
+    }
+
     /// Whether the work has ended, so that ``value()`` returns at once.
     var isReady: Bool { lock.withLock { result != nil } }
 

@@ -112,6 +112,23 @@ public final class SyncEngine {
     /// One complete sync. On failure the error is also remembered in the sync state.
     @discardableResult
     public func sync(progress: ((SyncProgress) -> Void)? = nil) throws(SyncError) -> SyncReport {
+        try sync(waitingForChanges: nil, progress: progress)
+    }
+
+    /// One complete sync whose pull, once this store is caught up, waits at the server until
+    /// another site's change is stored, `wait`'s timeout passes or its `shouldStop` says so (a
+    /// live pull, `Protocol/README.md` section 10.5); the changes that came are applied before it
+    /// returns. ``SyncReport/liveWait`` says how the wait ended: a server that does not hold pulls
+    /// is pulled without waiting (``LiveWaitOutcome/notOffered``), and the caller polls.
+    ///
+    /// ```swift
+    /// let report = try engine.sync(waitingForChanges: LiveWait(timeout: .seconds(20)))
+    /// print("\(report.pulled) changes arrived")
+    /// ```
+    @discardableResult
+    public func sync(waitingForChanges wait: LiveWait?, progress: ((SyncProgress) -> Void)? = nil) throws(SyncError)
+        -> SyncReport
+    {
         var state = try state()
         do {
             var report = SyncReport()
@@ -125,7 +142,14 @@ public final class SyncEngine {
             protocolVersion = hello.protocolVersion ?? 1
             try recoverLostPushes(hello, state: &state, report: &report)
             try push(limits: hello.limits, state: &state, report: &report)
-            try pull(state: &state, limits: hello.limits, report: &report, progress: progress)
+            report.livePullsOffered = LiveWait.isOffered(protocolVersion: protocolVersion, limits: hello.limits)
+            let live = wait.flatMap { wait in
+                LiveWait.milliseconds(wait.timeout, protocolVersion: protocolVersion, limits: hello.limits).map {
+                    (milliseconds: $0, wait: wait)
+                }
+            }
+            if wait != nil && live == nil { report.liveWait = .notOffered }
+            try pull(state: &state, limits: hello.limits, live: live, report: &report, progress: progress)
             report.stashed = try store { try log.stashedCount(db) }
             state.lastSyncAt = Date()
             state.lastError = nil
@@ -366,7 +390,8 @@ public final class SyncEngine {
     }
 
     private func pull(
-        state: inout SyncState, limits: Limits, report: inout SyncReport, progress: ((SyncProgress) -> Void)?
+        state: inout SyncState, limits: Limits, live: (milliseconds: Int, wait: LiveWait)?, report: inout SyncReport,
+        progress: ((SyncProgress) -> Void)?
     ) throws(SyncError) {
         let requests = requests
         let log = log
@@ -381,16 +406,18 @@ public final class SyncEngine {
         // whether it joins the transaction of the page applying then depends on that moment.
         let handler = db.configuration.logHandler
         let endpoint = endpoint
-        func fetch(after cursor: String?, limit: Int) -> Prefetch<PulledPage> {
+        func fetch(after cursor: String?, limit: Int, wait: Int?) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
             resumed.limit = limit
+            resumed.wait = wait
             let asked = resumed
             Self.log(to: handler, endpoint: endpoint, .debug, "asking for a pull page", ["limit": "\(limit)"])
             return Prefetch(
                 { (isCancelled) throws(SyncError) -> PulledPage in
                     var page = try requests.exchange(
-                        "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled)
+                        "pull", asked, read: MessageReader.readPullPage, isCancelled: isCancelled,
+                        givesUpTransfer: asked.wait != nil)
                     // Converted from the last, each wire change freed as soon as it is converted, so
                     // the page is not held twice at its peak.
                     var wire = page.changes
@@ -416,7 +443,7 @@ public final class SyncEngine {
         // The pages' checkpoints are made on a thread of their own, which ends before this returns.
         try db.withBackgroundCheckpoints { (checkpointer) throws(SyncError) in
             try applyPages(
-                from: fetch, pageSize: pageSize, state: &state, report: &report, progress: progress,
+                from: fetch, pageSize: pageSize, live: live, state: &state, report: &report, progress: progress,
                 committed: { checkpointer?.walGrew() })
         }
     }
@@ -431,16 +458,28 @@ public final class SyncEngine {
     public static let firstPullPageSize = 1_000
 
     /// Pulls the pages after `state.cursor` (each asked for with `fetch` while the one before it
-    /// applies) and applies them, calling `committed` after each commit but the last.
+    /// applies) and applies them, calling `committed` after each commit but the last. With `live`,
+    /// the first page is asked to wait (`wait` milliseconds) while the store is caught up.
     private func applyPages(
-        from fetch: (_ cursor: String?, _ limit: Int) -> Prefetch<PulledPage>, pageSize: Int,
-        state: inout SyncState, report: inout SyncReport, progress: ((SyncProgress) -> Void)?, committed: () -> Void
+        from fetch: (_ cursor: String?, _ limit: Int, _ wait: Int?) -> Prefetch<PulledPage>, pageSize: Int,
+        live: (milliseconds: Int, wait: LiveWait)?, state: inout SyncState, report: inout SyncReport,
+        progress: ((SyncProgress) -> Void)?, committed: () -> Void
     ) throws(SyncError) {
         var total: Int?
         var limit = min(Self.firstPullPageSize, pageSize)
-        var next = fetch(state.cursor, limit)
+        var next = fetch(state.cursor, limit, live?.milliseconds)
+        var isWaiting = live != nil
         var joinsPages = true
         while true {
+            if isWaiting, let live {
+                // The server holds the pull while nothing is new; the caller may give it up meanwhile.
+                while !next.wait(upTo: live.wait.checkInterval) {
+                    guard live.wait.shouldStop() else { continue }
+                    next.abandon()
+                    report.liveWait = .stopped
+                    return
+                }
+            }
             let page: PullResponse
             // Optional, so that the transaction's first batch alone holds them (below).
             var changes: PreparedChanges?
@@ -448,7 +487,16 @@ public final class SyncEngine {
             case .success(let answer):
                 page = answer.page
                 changes = answer.changes
+                if isWaiting { report.liveWait = .answered }
+                isWaiting = false
+            case .failure(let error) where isWaiting && error.code == .tooManyWaitingPulls:
+                // Pulled without waiting; the caller polls for a while.
+                report.liveWait = .refused
+                isWaiting = false
+                next = fetch(state.cursor, limit, nil)
+                continue
             case .failure(let error):
+                isWaiting = false
                 // The server can no longer serve the cursor (restored from a backup, or another
                 // server at this address): drop it and download the dataset again, once per sync.
                 // Applying what this store already has changes nothing.
@@ -459,14 +507,14 @@ public final class SyncEngine {
                 logMessage(
                     .warning, "the server refused the pull cursor; downloading the dataset again",
                     ["reason": error.message])
-                next = fetch(nil, limit)
+                next = fetch(nil, limit, nil)
                 continue
             }
             // The next page is asked for (and read) on another thread while this one is applied, so
             // the server, the network and the store work at the same time.
             if page.hasMore {
                 limit = min(2 * limit, pageSize)
-                next = fetch(page.cursor, limit)
+                next = fetch(page.cursor, limit, nil)
             }
             // The pages applied together (this one, and those already received meanwhile) and the
             // state once they have committed; `state` itself moves only then, so a failure leaves
@@ -515,7 +563,7 @@ public final class SyncEngine {
                                     else { return nil }
                                     if ready.hasMore {
                                         limit = min(2 * limit, pageSize)
-                                        next = fetch(ready.cursor, limit)
+                                        next = fetch(ready.cursor, limit, nil)
                                     }
                                     last = ready
                                     applied.cursor = ready.cursor
@@ -535,7 +583,7 @@ public final class SyncEngine {
                         if last.hasMore { next.abandon() }
                         joinsPages = false
                         logMessage(.debug, "pages applied together were rolled back; applying each page alone", [:])
-                        next = fetch(state.cursor, limit)
+                        next = fetch(state.cursor, limit, nil)
                         continue
                     }
                     // The last page's WAL is left to the connection's own automatic checkpoint (at

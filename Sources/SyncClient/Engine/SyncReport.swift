@@ -30,8 +30,29 @@ public struct SyncReport: Sendable, Hashable {
     public var verdict: Verdict?
     public var protocolVersion: Int?
     public var datasetSchemaVersion: SchemaVersion?
+    /// Whether the server holds pulls until a change arrives (protocol version 3, a
+    /// `maxPullWaitMilliseconds` above 0): ``SyncEngine/sync(waitingForChanges:progress:)`` waits there.
+    public var livePullsOffered = false
+    /// How the live pull of ``SyncEngine/sync(waitingForChanges:progress:)`` ended; nil for a
+    /// sync that did not ask to wait.
+    public var liveWait: LiveWaitOutcome?
 
     public init() {}
+}
+
+/// How a sync that asked to wait for changes ended its wait.
+public enum LiveWaitOutcome: Sendable, Hashable {
+    /// The server answered: other sites' changes arrived (``SyncReport/pulled``), or the wait
+    /// passed with none.
+    case answered
+    /// The server does not hold pulls (``SyncReport/livePullsOffered`` is false): the sync pulled
+    /// without waiting; poll instead.
+    case notOffered
+    /// The server holds as many waiting pulls as it allows (`too_many_waiting_pulls`): the sync
+    /// pulled without waiting; poll for a while before waiting again.
+    case refused
+    /// ``LiveWait/shouldStop`` said so: the wait was given up with nothing applied.
+    case stopped
 }
 
 extension SyncReport {

@@ -11,12 +11,15 @@ struct SyncRequests: Sendable {
     /// Posts `message` to the dataset's `endpoint` and decodes the answer, retrying by the policy.
     /// `read` is a faster reader for the answers it vouches for; `JSONDecoder` decodes the rest.
     /// `isCancelled` is asked before each retry: a request whose answer nobody waits for any more
-    /// stops there.
+    /// stops there. With `givesUpTransfer` it is asked during the transfer too, which ends soon
+    /// after it says so: for a live pull, whose answer may take the whole wait.
     func exchange<Answer: Decodable>(
         _ name: String, _ message: some Encodable, read: (Data) -> Answer? = { _ in nil },
-        isCancelled: () -> Bool = { false }
+        isCancelled: @escaping @Sendable () -> Bool = { false }, givesUpTransfer: Bool = false
     ) throws(SyncError) -> Answer {
-        try exchange(name, body: try Self.encode(message, name), read: read, isCancelled: isCancelled)
+        try exchange(
+            name, body: try Self.encode(message, name), read: read, isCancelled: isCancelled,
+            givesUpTransfer: givesUpTransfer)
     }
 
     /// A request's body, as ``exchange(_:body:read:isCancelled:)`` sends it.
@@ -30,14 +33,18 @@ struct SyncRequests: Sendable {
 
     /// The same with the body already encoded.
     func exchange<Answer: Decodable>(
-        _ name: String, body: Data, read: (Data) -> Answer? = { _ in nil }, isCancelled: () -> Bool = { false }
+        _ name: String, body: Data, read: (Data) -> Answer? = { _ in nil },
+        isCancelled: @escaping @Sendable () -> Bool = { false }, givesUpTransfer: Bool = false
     ) throws(SyncError) -> Answer {
         let url = configuration.server.appendingPathComponent("v1/datasets/\(configuration.dataset)/\(name)")
         let headers = [("Authorization", "Bearer \(configuration.token)"), ("Content-Type", "application/json")]
         var attempt = 1
         while true {
             let outcome = Result { () throws(SyncError) -> Answer in
-                let reply = try transport.post(url, headers: headers, body: body)
+                let reply =
+                    givesUpTransfer
+                    ? try transport.post(url, headers: headers, body: body, cancelledWhen: isCancelled)
+                    : try transport.post(url, headers: headers, body: body)
                 guard reply.status == 200 else { throw SyncError.answer(reply, url: url) }
                 if let answer = read(reply.body) { return answer }
                 // By the protocol's JSON rules (section 13), as the server reads requests:

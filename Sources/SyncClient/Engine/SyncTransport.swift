@@ -4,6 +4,13 @@ import Foundation
 /// libcurl ``HTTPClient`` is the transport apps use; a test may answer in-process.
 public protocol SyncTransport: Sendable {
     func post(_ url: URL, headers: [(String, String)], body: Data) throws(SyncError) -> TransportReply
+    /// ``post(_:headers:body:)``, given up once `isCancelled` returns true (a live pull the engine
+    /// no longer waits for): a ``SyncError`` then, soon. A transport that cannot give a request
+    /// up answers it as `post` does.
+    func post(
+        _ url: URL, headers: [(String, String)], body: Data, cancelledWhen isCancelled: @escaping @Sendable () -> Bool
+    )
+        throws(SyncError) -> TransportReply
     /// How many `post` calls it runs at once; the engine has no more pushes in flight than this
     /// (``SyncEngine/Configuration/pushesInFlight``). 1 unless the transport says otherwise.
     var maxConcurrentRequests: Int { get }
@@ -11,6 +18,12 @@ public protocol SyncTransport: Sendable {
 
 extension SyncTransport {
     public var maxConcurrentRequests: Int { 1 }
+
+    public func post(
+        _ url: URL, headers: [(String, String)], body: Data, cancelledWhen isCancelled: @escaping @Sendable () -> Bool
+    ) throws(SyncError) -> TransportReply {
+        try post(url, headers: headers, body: body)
+    }
 }
 
 /// An HTTP answer as the engine needs it.

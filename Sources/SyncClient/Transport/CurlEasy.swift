@@ -61,6 +61,12 @@ final class CurlEasy {
     }
 
     /// `CURLOPT_HTTPHEADER`; the list must outlive the transfer.
+    /// `CURLOPT_XFERINFOFUNCTION`, called while the transfer runs (about once a second while
+    /// nothing moves): returning non-zero aborts it.
+    func setProgress(_ value: ccurl_xferinfo_callback) throws(CurlSetupFailure) {
+        try check(ccurl_setopt_xferinfo_callback(handle, value), "CURLOPT_XFERINFOFUNCTION")
+    }
+
     func setHeaders(_ list: CurlHeaderList) throws(CurlSetupFailure) {
         try check(ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list.head), "CURLOPT_HTTPHEADER")
     }
@@ -116,6 +122,7 @@ struct LongOption {
     static let httpGet = LongOption(option: CURLOPT_HTTPGET, name: "CURLOPT_HTTPGET")
     static let post = LongOption(option: CURLOPT_POST, name: "CURLOPT_POST")
     static let noBody = LongOption(option: CURLOPT_NOBODY, name: "CURLOPT_NOBODY")
+    static let noProgress = LongOption(option: CURLOPT_NOPROGRESS, name: "CURLOPT_NOPROGRESS")
 }
 
 /// Options whose value is a `curl_off_t` (`CURLOPTTYPE_OFF_T`).
@@ -151,6 +158,7 @@ struct PointerOption {
     static let postFields = PointerOption(option: CURLOPT_POSTFIELDS, name: "CURLOPT_POSTFIELDS")
     static let writeData = PointerOption(option: CURLOPT_WRITEDATA, name: "CURLOPT_WRITEDATA")
     static let headerData = PointerOption(option: CURLOPT_HEADERDATA, name: "CURLOPT_HEADERDATA")
+    static let progressData = PointerOption(option: CURLOPT_XFERINFODATA, name: "CURLOPT_XFERINFODATA")
 }
 
 /// `CURLOPT_WRITEFUNCTION` and `CURLOPT_HEADERFUNCTION`.

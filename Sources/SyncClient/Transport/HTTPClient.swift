@@ -95,6 +95,22 @@ public final class HTTPClient: @unchecked Sendable {
     ///
     /// https://curl.se/libcurl/c/curl_easy_perform.html
     public func send(_ request: HTTPClientRequest) throws(TransportError) -> HTTPClientResponse {
+        try send(request, cancelledWhen: nil)
+    }
+
+    /// ``send(_:)``, given up (``TransportError/Kind/cancelled``) once `isCancelled` returns true:
+    /// libcurl asks it about once a second while nothing moves, more often while data flows. For a
+    /// request that may wait long for its answer, a live pull.
+    ///
+    /// ```swift
+    /// let stop = Atomic<Bool>(false)
+    /// let response = try client.send(request, cancelledWhen: { stop.load(ordering: .relaxed) })
+    /// ```
+    ///
+    /// https://curl.se/libcurl/c/CURLOPT_XFERINFOFUNCTION.html
+    public func send(_ request: HTTPClientRequest, cancelledWhen isCancelled: (@Sendable () -> Bool)?)
+        throws(TransportError) -> HTTPClientResponse
+    {
         let method = request.method.rawValue
         let url = request.url
         guard HTTPHeaders.isToken(method) else {
@@ -127,14 +143,15 @@ public final class HTTPClient: @unchecked Sendable {
         }
         let easy = try takeHandle(method: method, url: url)
         defer { putBack(easy) }
-        return try perform(on: easy, method: method, url: url, headers: headers, body: body)
+        return try perform(on: easy, method: method, url: url, headers: headers, body: body, isCancelled: isCancelled)
     }
 
     /// One transfer on `easy`, which the calling thread holds.
     private func perform(
-        on easy: CurlEasy, method: String, url: URL, headers: HTTPHeaders, body: Data
+        on easy: CurlEasy, method: String, url: URL, headers: HTTPHeaders, body: Data,
+        isCancelled: (@Sendable () -> Bool)?
     ) throws(TransportError) -> HTTPClientResponse {
-        let collector = TransferCollector(limit: configuration.maxResponseBytes)
+        let collector = TransferCollector(limit: configuration.maxResponseBytes, isCancelled: isCancelled)
         let list = CurlHeaderList()
         // CURLOPT_POSTFIELDS is not copied by libcurl: the whole transfer runs inside withUnsafeBytes.
         let outcome = body.withUnsafeBytes { bytes -> Result<CURLcode, CurlSetupFailure> in
@@ -145,6 +162,11 @@ public final class HTTPClient: @unchecked Sendable {
                 let context = Unmanaged.passUnretained(collector).toOpaque()
                 try easy.set(.writeData, context)
                 try easy.set(.headerData, context)
+                if isCancelled != nil {
+                    try easy.set(.noProgress, 0)
+                    try easy.setProgress(checkCancelled)
+                    try easy.set(.progressData, context)
+                }
                 let code = withExtendedLifetime((collector, list)) { easy.perform() }
                 return .success(code)
             } catch {
@@ -283,10 +305,23 @@ private final class TransferCollector {
     var exceededLimit = false
     /// Whether the blank line ending the last header block arrived.
     var headersEnded = false
+    let isCancelled: (@Sendable () -> Bool)?
 
-    init(limit: Int) {
+    init(limit: Int, isCancelled: (@Sendable () -> Bool)?) {
         self.limit = limit
+        self.isCancelled = isCancelled
     }
+}
+
+/// `CURLOPT_XFERINFOFUNCTION`: aborts the transfer once its caller gave it up.
+/// https://curl.se/libcurl/c/CURLOPT_XFERINFOFUNCTION.html
+private func checkCancelled(
+    _ context: UnsafeMutableRawPointer?, _ downloadTotal: curl_off_t, _ downloaded: curl_off_t,
+    _ uploadTotal: curl_off_t, _ uploaded: curl_off_t
+) -> Int32 {
+    guard let context else { return 0 }
+    let collector = Unmanaged<TransferCollector>.fromOpaque(context).takeUnretainedValue()
+    return collector.isCancelled?() == true ? 1 : 0
 }
 
 /// `CURLOPT_WRITEFUNCTION`: appends body bytes; returning less than given makes libcurl stop the

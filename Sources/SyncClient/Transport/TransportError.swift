@@ -62,6 +62,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         /// libcurl could not be set up (out of memory, an option this libcurl lacks), or the request
         /// body could not be compressed. Not retryable.
         case clientFailure
+        /// The caller gave up on the answer (``HTTPClient/send(_:cancelledWhen:)``):
+        /// `CURLE_ABORTED_BY_CALLBACK`. Not retryable.
+        case cancelled
         /// Any other libcurl failure. Not retryable.
         case other
     }
@@ -85,6 +88,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         switch kind {
         case .couldNotResolveHost, .couldNotConnect, .timedOut, .connectionLost, .tlsHandshakeFailed: true
         case .tlsVerificationFailed, .tlsConfigurationInvalid, .invalidRequest, .responseTooLarge, .invalidResponse,
+            .cancelled,
             .clientFailure, .other:
             false
         }
@@ -130,6 +134,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: .invalidRequest
         case CURLE_FILESIZE_EXCEEDED: .responseTooLarge
         case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING: .invalidResponse
+        case CURLE_ABORTED_BY_CALLBACK: .cancelled
         case CURLE_OUT_OF_MEMORY, CURLE_FAILED_INIT, CURLE_UNKNOWN_OPTION, CURLE_NOT_BUILT_IN,
             CURLE_BAD_FUNCTION_ARGUMENT:
             .clientFailure
@@ -166,6 +171,7 @@ extension TransportError.Kind {
         case .responseTooLarge: "the response is too large"
         case .invalidResponse: "the response is not valid HTTP"
         case .clientFailure: "the HTTP client failed"
+        case .cancelled: "the request was given up"
         case .other: "the transfer failed"
         }
     }

@@ -95,6 +95,9 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     case uriTooLong = "uri_too_long"
     /// Too many requests from this token or address; retry after `Retry-After` seconds.
     case rateLimited = "rate_limited"
+    /// A pull asked to wait while as many pulls wait as the server holds for this address or in
+    /// all (section 10.5); retry after `Retry-After` seconds, or pull without waiting meanwhile.
+    case tooManyWaitingPulls = "too_many_waiting_pulls"
     /// The server cannot serve now (storage unreachable, shutting down); retry after `Retry-After`.
     case unavailable
     /// A fault in the server; retried with backoff.
@@ -116,7 +119,7 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
         case .notFound: 404
         case .methodNotAllowed: 405
         case .upgradeRequired, .schemaConflict, .previousPushMissing, .majorNotAllowed: 409
-        case .rateLimited: 429
+        case .rateLimited, .tooManyWaitingPulls: 429
         case .unavailable: 503
         case .internalError: 500
         }
@@ -127,7 +130,7 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     /// (a fix, a new token, an upgrade) and is not retried as is.
     public var isRetried: Bool {
         switch self {
-        case .rateLimited, .unavailable, .internalError: true
+        case .rateLimited, .tooManyWaitingPulls, .unavailable, .internalError: true
         default: false
         }
     }

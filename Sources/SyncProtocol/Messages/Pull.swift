@@ -21,13 +21,21 @@ public struct PullRequest: Codable, Sendable, Hashable {
     public var cursor: String?
     /// At most this many changes (capped by ``Limits/maxChangesPerPull``).
     public var limit: Int?
+    /// Milliseconds the server may hold the answer while the site is caught up, until another
+    /// site's change is stored (a live pull, protocol version 3; `Protocol/README.md`, section
+    /// 10.5). Capped by ``Limits/maxPullWaitMilliseconds``; nil or 0 answers at once.
+    public var wait: Int?
 
-    public init(protocolVersion: Int, schemaVersion: SchemaVersion, site: SiteID, cursor: String?, limit: Int? = nil) {
+    public init(
+        protocolVersion: Int, schemaVersion: SchemaVersion, site: SiteID, cursor: String?, limit: Int? = nil,
+        wait: Int? = nil
+    ) {
         self.protocolVersion = protocolVersion
         self.schemaVersion = schemaVersion
         self.site = site
         self.cursor = cursor
         self.limit = limit
+        self.wait = wait
     }
 }
 

@@ -92,6 +92,11 @@ public final class DeferredResponse: Sendable {
 
     /// Waits for the response on the calling thread: for a caller that is not an HTTP server.
     func wait() -> HTTPResponse {
+        wait(cancelledWhen: { false })!
+    }
+
+    /// ``wait()``, giving up (nil) once `isCancelled` returns true, which it asks every 50 ms.
+    func wait(cancelledWhen isCancelled: () -> Bool) -> HTTPResponse? {
         let response = Mutex<HTTPResponse?>(nil)
         let sent = DispatchSemaphore(value: 0)
         let deliver: @Sendable (HTTPResponse) -> Void = { answer in
@@ -99,7 +104,9 @@ public final class DeferredResponse: Sendable {
             sent.signal()
         }
         attach(Delivery(deliver: deliver, compute: { work in Thread { deliver(work()) }.start() }))
-        sent.wait()
+        while sent.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+            if isCancelled() { return nil }
+        }
         return response.withLock { $0 }!
     }
 

@@ -16,7 +16,12 @@ extension HTTPResponse {
         let encoded =
             (try? ProtocolJSON.encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":""}}"#.utf8)
         var response = HTTPResponse.json(status: HTTPStatus(rawValue: body.status), encoded)
-        if body.error.code == .unavailable { response.headers["Retry-After"] = "1" }
+        switch body.error.code {
+        case .unavailable: response.headers["Retry-After"] = "1"
+        // A pull may wait again once one of those waiting has been answered; meanwhile it polls.
+        case .tooManyWaitingPulls: response.headers["Retry-After"] = "30"
+        default: break
+        }
         return response
     }
 

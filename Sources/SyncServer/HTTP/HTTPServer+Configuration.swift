@@ -80,6 +80,10 @@ extension HTTPServer {
         /// own checks or by `admit`) or on its body (too large, not gzip, over the budget). For a
         /// request log, with the nanoseconds since the headers arrived; called on a polling thread.
         public var requestRefused: (@Sendable (HTTPRequestHead, HTTPResponse, UInt64) -> Void)?
+        /// Called once when ``HTTPServer/stop(gracePeriod:)`` begins, once no new connection is
+        /// accepted: where a handler sends the answers it deferred without a bound of its own
+        /// (live pulls: ``SyncService/answerWaitingPulls()``), which `stop` would otherwise wait for.
+        public var stopping: (@Sendable () -> Void)?
         /// The largest request body accepted, counted both as sent and after gzip decompression. A larger
         /// `Content-Length` is refused with 413 before any of the body is read. A body that grows past it
         /// (chunked, or compressed) is never buffered beyond it: the rest is read and dropped and 413 sent

@@ -111,7 +111,8 @@ public final class HTTPServer: Sendable {
         !context.isStopping.load(ordering: .relaxed)
     }
 
-    /// Stops the server cleanly: stops accepting connections (`MHD_quiesce_daemon`), waits up to
+    /// Stops the server cleanly: stops accepting connections (`MHD_quiesce_daemon`), calls the
+    /// configuration's `stopping`, waits up to
     /// `gracePeriod` for requests in flight to be answered (their responses say `Connection: close`),
     /// then closes every connection and joins the worker threads (`MHD_stop_daemon`).
     ///
@@ -131,6 +132,7 @@ public final class HTTPServer: Sendable {
             guard let running = daemon else { return true }
             context.isStopping.store(true, ordering: .relaxed)
             running.quiesce()
+            context.stopping?()
             let deadline = ContinuousClock.now.advanced(by: gracePeriod)
             var drained = true
             while context.requestsInFlight.load(ordering: .acquiring) > 0 {

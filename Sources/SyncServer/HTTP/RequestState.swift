@@ -102,7 +102,9 @@ final class RequestState {
             budgetShare = share
         }
         if let declared, declared > 0 {
-            guard reserve(Int(declared)) else { return budgetSpent() }
+            // A plain body of a declared length never grows past it: exactly that is reserved, so
+            // requests that wait long for their answer (live pulls) hold no more than they sent.
+            guard reserve(Int(declared), exactly: codings.isEmpty) else { return budgetSpent() }
             // A client that claims much and sends little costs what it sends; the reservation holds
             // its place in the budget.
             body.reserveCapacity(min(Int(declared), 64 * 1024))
@@ -117,9 +119,15 @@ final class RequestState {
         return nil
     }
 
-    /// Grows this request's reservation to `bytes`; `false` when the budget cannot hold it.
-    private func reserve(_ bytes: Int) -> Bool {
+    /// Grows this request's reservation to `bytes` (`exactly`, or with room for a body that grows
+    /// in steps); `false` when the budget cannot hold it.
+    private func reserve(_ bytes: Int, exactly: Bool = false) -> Bool {
         guard bytes > reservedBytes else { return true }
+        if exactly {
+            guard budget.reserve(bytes - reservedBytes, share: budgetShare) else { return false }
+            reservedBytes = bytes
+            return true
+        }
         // Chunked and compressed bodies grow in steps, not a reservation per piece.
         let wanted = max(bytes, min(maxBodyBytes, reservedBytes + 256 * 1024))
         if budget.reserve(wanted - reservedBytes, share: budgetShare) {

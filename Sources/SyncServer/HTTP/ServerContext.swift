@@ -16,6 +16,7 @@ final class ServerContext: Sendable {
     let deadlines: ConnectionDeadlines
     let requestRefused: (@Sendable (HTTPRequestHead, HTTPResponse, UInt64) -> Void)?
     let compressionThreshold: Int
+    let stopping: (@Sendable () -> Void)?
     private let logSink: (@Sendable (String) -> Void)?
     /// Connections between `MHD_CONNECTION_NOTIFY_STARTED` and `MHD_CONNECTION_NOTIFY_CLOSED`.
     let openConnections = Atomic<Int>(0)
@@ -48,6 +49,7 @@ final class ServerContext: Sendable {
         handlerThreads = HandlerThreads(limit: configuration.threads)
         maxBodyBytes = configuration.maxBodyBytes
         compressionThreshold = configuration.compressionThreshold
+        stopping = configuration.stopping
         logSink = configuration.log
     }
 

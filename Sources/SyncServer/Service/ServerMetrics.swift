@@ -14,15 +14,22 @@ public final class ServerMetrics: Sendable {
         var latencyBucketCounts = [Int](repeating: 0, count: ServerMetrics.latencyBuckets.count)
         var latencyCount = 0
         var latencySum = 0.0
+        var waitedPulls = 0
     }
 
     private let counts = LockedState(Counts())
 
     public init() {}
 
-    func recordRequest(route: String, status: Int, seconds: Double) {
+    /// One answer. A live pull that waited is counted among the requests but not in the latency
+    /// histogram, where its wait would hide how long answers take.
+    func recordRequest(route: String, status: Int, seconds: Double, waited: Bool = false) {
         counts.withLock { counts in
             counts.requests["\(route)|\(status)", default: 0] += 1
+            if waited {
+                counts.waitedPulls += 1
+                return
+            }
             for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound {
                 counts.latencyBucketCounts[index] += 1
             }
@@ -34,8 +41,9 @@ public final class ServerMetrics: Sendable {
     func recordPushed(_ count: Int) { counts.withLock { $0.changesPushed += count } }
     func recordPulled(_ count: Int) { counts.withLock { $0.changesPulled += count } }
 
-    /// The exposition text; `openConnections` comes from the HTTP layer.
-    public func render(openConnections: Int) -> String {
+    /// The exposition text; `openConnections` comes from the HTTP layer, `waitingPulls` from the
+    /// service.
+    public func render(openConnections: Int, waitingPulls: Int = 0) -> String {
         let snapshot = counts.withLock { $0 }
         var text = "# HELP ostore_requests_total Requests answered, by route and status.\n"
         text += "# TYPE ostore_requests_total counter\n"
@@ -57,6 +65,10 @@ public final class ServerMetrics: Sendable {
         text += "ostore_request_duration_seconds_count \(snapshot.latencyCount)\n"
         text += "# HELP ostore_open_connections HTTP connections open now.\n"
         text += "# TYPE ostore_open_connections gauge\nostore_open_connections \(openConnections)\n"
+        text += "# HELP ostore_waiting_pulls Live pulls waiting for a change now.\n"
+        text += "# TYPE ostore_waiting_pulls gauge\nostore_waiting_pulls \(waitingPulls)\n"
+        text += "# HELP ostore_waited_pulls_total Live pulls answered after waiting (not in the latency histogram).\n"
+        text += "# TYPE ostore_waited_pulls_total counter\nostore_waited_pulls_total \(snapshot.waitedPulls)\n"
         return text
     }
 }

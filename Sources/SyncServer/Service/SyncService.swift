@@ -27,6 +27,12 @@ public final class SyncService: Sendable {
     let waitingPushes: WaitingPushes
     static let maximumWaitingPushes = 64
     static let maximumWaitingPushesPerToken = 16
+    /// Live pulls waiting for a change (``PullRequest/wait``), at most ``PullWaits/total`` in all
+    /// and ``PullWaits/perAddress`` of one client address.
+    let waitingPulls: WaitingPulls
+    /// What another process storing changes in the same database tells this one (PostgreSQL's
+    /// notifications), kept while the service lives.
+    private let otherServersChanges: (any ChangeObservation)?
     /// Where large bodies the strict reader must read are read, one at a time.
     private let strictReading = DispatchQueue(label: "ostore.sync-service.strict-reading")
     /// Told of every answer, deferred ones included, for the request log.
@@ -52,7 +58,7 @@ public final class SyncService: Sendable {
         storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         pushOrderWait: Duration = .seconds(2), cursorKeysRefresh: Duration = .seconds(60),
-        allowsTestClock: Bool = false
+        allowsTestClock: Bool = false, pullWaits: PullWaits = .standard
     ) {
         self.storage = storage
         self.limits = limits
@@ -69,6 +75,50 @@ public final class SyncService: Sendable {
         ) { site in
             try storage.datasetState(site.dataset, site: site.site).siteHighWater
         }
+        let waitingPulls = WaitingPulls(limits: .init(total: pullWaits.total, perAddress: pullWaits.perAddress))
+        self.waitingPulls = waitingPulls
+        otherServersChanges = storage.observeChangesOfOtherServers { dataset in
+            if let dataset {
+                waitingPulls.changed(dataset: dataset)
+            } else {
+                waitingPulls.changedEverywhere()
+            }
+        }
+    }
+
+    /// How many live pulls may wait at once (``PullRequest/wait``).
+    ///
+    /// ```swift
+    /// let service = SyncService(storage: storage, pullWaits: .init(total: 4096, perAddress: 256))
+    /// ```
+    public struct PullWaits: Sendable, Hashable {
+        /// Pulls waiting at once, from every client.
+        public var total: Int
+        /// Pulls waiting at once from one client address.
+        public var perAddress: Int
+
+        public init(total: Int, perAddress: Int) {
+            self.total = total
+            self.perAddress = perAddress
+        }
+
+        /// Half of `ostore-server serve`'s connections, in all and per address: waiting pulls
+        /// never take the places pushes need.
+        public static let standard = PullWaits(total: 2048, perAddress: 128)
+    }
+
+    /// Live pulls waiting now, for metrics.
+    public var waitingPullCount: Int { waitingPulls.waitingCount }
+
+    /// Answers every waiting live pull now (with what it would bring, usually nothing), and
+    /// every live pull from now on at once: call it when the server begins to stop, before
+    /// ``HTTPServer/stop(gracePeriod:)``, which waits for every deferred answer.
+    ///
+    /// ```swift
+    /// configuration.stopping = { service.answerWaitingPulls() }
+    /// ```
+    public func answerWaitingPulls() {
+        waitingPulls.answerAllAndStop()
     }
 
     /// Where every answer is reported, with the request and the nanoseconds it took: deferred
@@ -132,6 +182,20 @@ public final class SyncService: Sendable {
         }
     }
 
+    /// ``handle(_:)``, giving the answer up (nil) once `isCancelled` returns true (asked every
+    /// 50 ms while the answer is deferred): for a live pull whose caller stops waiting. The
+    /// service answers it later all the same, as it would a client that went away.
+    ///
+    /// ```swift
+    /// let response = service.handle(request, cancelledWhen: { stop.load(ordering: .relaxed) })
+    /// ```
+    public func handle(_ request: HTTPRequest, cancelledWhen isCancelled: () -> Bool) -> HTTPResponse? {
+        switch reply(to: request) {
+        case .response(let response): response
+        case .deferred(let later): later.wait(cancelledWhen: isCancelled)
+        }
+    }
+
     /// Answers one request, or defers the answer (a push waiting for the batch it follows) without
     /// holding the calling thread. For ``HTTPServer/init(configuration:replying:)``.
     ///
@@ -144,7 +208,10 @@ public final class SyncService: Sendable {
         let isLarge = request.body.count > Self.largestBodyReadStrictlyInline
         guard case .dataset(let dataset, let endpoint) = route, endpoint == .push else {
             let answered: @Sendable () -> HTTPReply = { [self] in
-                .response(finish(request, started: started, route: route) { try answer(request, route: route) })
+                if case .dataset(let dataset, .pull) = route {
+                    return replyToPull(request, dataset: dataset, started: started, route: route)
+                }
+                return .response(finish(request, started: started, route: route) { try answer(request, route: route) })
             }
             return isLarge ? readStrictlyInTurn(answered) : answered()
         }
@@ -212,7 +279,7 @@ public final class SyncService: Sendable {
     /// metrics and reported to the answer sink (unless `reported` is false: a refusal of
     /// ``admit(_:)``, which the HTTP layer reports).
     private func finish(
-        _ request: HTTPRequest, started: UInt64, route: Route, reported: Bool = true,
+        _ request: HTTPRequest, started: UInt64, route: Route, reported: Bool = true, waited: Bool = false,
         _ answer: () throws -> HTTPResponse
     ) -> HTTPResponse {
         var response: HTTPResponse
@@ -226,8 +293,10 @@ public final class SyncService: Sendable {
             response = Self.response(ErrorBody(.internalError, "the server failed: \(error)"))
         }
         let elapsed = DispatchTime.now().uptimeNanoseconds - started
-        metrics.recordRequest(route: route.metricName, status: response.status.rawValue, seconds: Double(elapsed) / 1e9)
-        if reported { answerSink.withLock { $0 }?(request, response, elapsed) }
+        metrics.recordRequest(
+            route: route.metricName, status: response.status.rawValue, seconds: Double(elapsed) / 1e9,
+            waited: waited)
+        if reported { answerSink.current?(request, response, elapsed) }
         return response
     }
 
@@ -237,8 +306,9 @@ public final class SyncService: Sendable {
             try storage.checkHealth()
             return .json(Data((allowsTestClock ? #"{"status":"ok","testClock":true}"# : #"{"status":"ok"}"#).utf8))
         case .metrics:
-            let open = openConnections.withLock { $0 }?() ?? 0
-            var response = HTTPResponse.text(metrics.render(openConnections: open))
+            let open = openConnections.current?() ?? 0
+            var response = HTTPResponse.text(
+                metrics.render(openConnections: open, waitingPulls: waitingPulls.waitingCount))
             response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
             return response
         case .notFound:
@@ -259,7 +329,7 @@ public final class SyncService: Sendable {
                 preconditionFailure("pushes are answered by reply(to:), which may defer them")
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
-                return try self.pull(pull, dataset: dataset)
+                return try self.pull(pull, dataset: dataset).response
             }
         }
     }
@@ -466,6 +536,7 @@ public final class SyncService: Sendable {
             token: prepared.grant.tokenID)
         // Replays are acknowledged again, not counted again.
         metrics.recordPushed(stored.appended)
+        if stored.appended > 0 { waitingPulls.changed(dataset: prepared.dataset) }
         waitingPushes.stored(dataset: prepared.dataset, site: prepared.site)
         return try Self.json(PushResponse(site: prepared.site, acknowledgedThrough: stored.acknowledgedThrough))
     }
@@ -525,13 +596,73 @@ public final class SyncService: Sendable {
                 + "from the oldest unacknowledged change")
     }
 
-    func pull(_ pull: PullRequest, dataset: String) throws -> HTTPResponse {
+    /// A pull's answer, waiting when it asks to and brings nothing yet (section 10.5): deferred
+    /// until another site's change is stored in the dataset, its wait passes, or the server stops.
+    private func replyToPull(_ request: HTTPRequest, dataset: String, started: UInt64, route: Route) -> HTTPReply {
+        let pull: PullRequest
+        let answer: PullAnswer
+        let seen: WaitingPulls.Generation
+        do {
+            _ = try grant(of: request, dataset: dataset, endpoint: .pull)
+            pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
+            // Before the page is read: a change stored after this wakes the pull once it waits.
+            seen = waitingPulls.generation(of: dataset)
+            answer = try self.pull(pull, dataset: dataset)
+        } catch {
+            return .response(finish(request, started: started, route: route) { throw error })
+        }
+        let wait = min(Duration.milliseconds(pull.wait ?? 0), limits.pullWait)
+        guard answer.isCaughtUp, wait > .zero else {
+            waitingPulls.answerEarlier(dataset: dataset, site: pull.site)
+            return .response(finish(request, started: started, route: route) { answer.response })
+        }
+        let later = DeferredResponse()
+        let waiting = WaitingPulls.Pull(
+            dataset: dataset, site: pull.site, address: request.remoteAddress, deadline: .now + wait,
+            answer: { [self] final in
+                do {
+                    let now = try self.pull(pull, dataset: dataset)
+                    if now.isCaughtUp && !final { return nil }
+                    return finish(request, started: started, route: route, waited: true) { now.response }
+                } catch {
+                    return finish(request, started: started, route: route, waited: true) { throw error }
+                }
+            },
+            send: { later.send($0) })
+        do {
+            guard try waitingPulls.wait(waiting, seen: seen) else {
+                return .response(finish(request, started: started, route: route) { answer.response })
+            }
+        } catch {
+            let limit =
+                switch error {
+                case .totalLimit: "\(waitingPulls.limits.total) pulls wait already, the most this server holds"
+                case .addressLimit:
+                    "\(waitingPulls.limits.perAddress) pulls from your address wait already, the most this server "
+                        + "holds for one address"
+                }
+            return .response(
+                finish(request, started: started, route: route) {
+                    throw ErrorBody(
+                        .tooManyWaitingPulls,
+                        "\(limit); pull without wait until the Retry-After seconds have passed")
+                })
+        }
+        return .deferred(later)
+    }
+
+    /// A pull's answer, and whether it is a caught-up site's empty log page (a page a live pull
+    /// waits instead of sending).
+    struct PullAnswer {
+        let response: HTTPResponse
+        let isCaughtUp: Bool
+    }
+
+    func pull(_ pull: PullRequest, dataset: String) throws -> PullAnswer {
         try checkProtocol(pull.protocolVersion)
         let datasetVersion = try storage.schemaVersion(of: dataset)
         try ErrorBody.requireMaySync(client: pull.schemaVersion, dataset: datasetVersion, pushing: false)
-        if let asked = pull.limit, asked < 1 {
-            throw ErrorBody(.invalidMessage, "limit is \(asked); ask for at least 1 change (or leave it out)")
-        }
+        if let problem = pull.problem { throw ErrorBody(.invalidMessage, problem) }
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
         let cursor = try pull.cursor.map { text in try cursorKeys.open(text, dataset: dataset) }
         let state = try storage.datasetState(dataset, site: pull.site)
@@ -554,7 +685,7 @@ public final class SyncService: Sendable {
             body.append(contentsOf: #"{"changes":["#.utf8)
             body.append(contentsOf: page.joinedEntries)
             body.append(contentsOf: tail.utf8)
-            return .json(body)
+            return PullAnswer(response: .json(body), isCaughtUp: page.count == 0 && !page.hasMore)
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
         metrics.recordPulled(page.changes.count)
@@ -574,7 +705,7 @@ public final class SyncService: Sendable {
             PullResponse(
                 changes: page.changes, cursor: try cursorKeys.seal(next), hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
-        return .json(writer.data)
+        return PullAnswer(response: .json(writer.data), isCaughtUp: false)
     }
 
     /// The fingerprint of the log up to `serial`: at the log's end (a device caught up, the

@@ -111,9 +111,30 @@ public protocol SyncStorage: Sendable {
     /// let stillTheSameLog = try storage.logChain(dataset: "family", serial: 42) == chainSeenBefore
     /// ```
     func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64?
+    /// Starts telling `changed` of the changes other processes store in this storage (servers
+    /// sharing a PostgreSQL database): the dataset's name for each, nil when some may have gone
+    /// untold (the channel was lost and is back). It is called on a thread of the storage's while
+    /// the returned observation is kept; nil when no other process writes here (a data directory
+    /// belongs to one server), so this process's own pushes are all there is to know.
+    ///
+    /// ```swift
+    /// let observation = storage.observeChangesOfOtherServers { dataset in wake(dataset) }
+    /// ```
+    func observeChangesOfOtherServers(_ changed: @escaping @Sendable (String?) -> Void) -> (any ChangeObservation)?
 }
 
+/// Changes of other servers being observed (``SyncStorage/observeChangesOfOtherServers(_:)``),
+/// until this is released.
+public protocol ChangeObservation: AnyObject, Sendable {}
+
 extension SyncStorage {
+    /// A storage only this process writes: nothing to observe.
+    public func observeChangesOfOtherServers(_ changed: @escaping @Sendable (String?) -> Void)
+        -> (any ChangeObservation)?
+    {
+        nil
+    }
+
     /// A storage that keeps no fingerprints: its cursors carry none (``DatasetState/lastChain`` and
     /// ``LogPage/nextChain`` nil), and are checked by incarnation and newest serial alone.
     public func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? { nil }

@@ -108,6 +108,42 @@ final class PostgresConnection {
         return output
     }
 
+    /// The notifications received on the channels this connection listens on (`LISTEN`), waiting
+    /// up to `timeout` for the first when none has arrived yet; empty when none came. Throws
+    /// when the connection is lost.
+    /// See <https://www.postgresql.org/docs/15/libpq-notify.html>.
+    func notifications(waitingUpTo timeout: Duration) throws(PostgresError) -> [(channel: String, payload: String)] {
+        var received = takeNotifications()
+        guard received.isEmpty else { return received }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw PostgresError(.connection, "the connection has no socket") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        guard ready > 0 else {
+            if ready < 0 && errno != EINTR {
+                throw PostgresError(.connection, "poll failed: \(String(cString: strerror(errno)))")
+            }
+            return []
+        }
+        guard PQconsumeInput(handle) == 1, !isBroken else {
+            throw PostgresError(.connection, "the connection was lost: \(Self.text(PQerrorMessage(handle)))")
+        }
+        received = takeNotifications()
+        return received
+    }
+
+    private func takeNotifications() -> [(channel: String, payload: String)] {
+        var received: [(channel: String, payload: String)] = []
+        while let notification = PQnotifies(handle) {
+            received.append(
+                (String(cString: notification.pointee.relname), String(cString: notification.pointee.extra)))
+            PQfreemem(notification)
+        }
+        return received
+    }
+
     private func check(_ result: OpaquePointer?, _ name: String, sql: String) throws(PostgresError) -> PostgresResult {
         guard let result else {
             throw PostgresError(

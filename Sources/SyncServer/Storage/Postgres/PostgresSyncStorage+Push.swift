@@ -66,7 +66,11 @@ extension PostgresSyncStorage {
                 try connection.execute(
                     Statements.upsertSite, [.int8(datasetID), .bytea(siteBytes), .int8(high), .optionalText(token)])
                 try connection.execute(
-                    Statements.setLastSerial, [.int8(datasetID), .int8(serial), .optionalInt8(chain)])
+                    Statements.setLastSerial,
+                    [
+                        .int8(datasetID), .int8(serial), .optionalInt8(chain),
+                        .text(PostgresChangeListener.payload(instance: instance, dataset: dataset)),
+                    ])
                 return StoredBatch(acknowledgedThrough: high, appended: fresh.count)
             }
         }

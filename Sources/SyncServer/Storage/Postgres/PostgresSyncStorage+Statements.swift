@@ -239,10 +239,14 @@ extension PostgresSyncStorage {
             ON CONFLICT (dataset_id, site) DO UPDATE SET
                 high_seq = excluded.high_seq, token_id = coalesce(excluded.token_id, server_sites.token_id)
             """, [.int8, .bytea, .int8, .text])
+        /// Also tells the other servers' listeners (``PostgresChangeListener``) when the push
+        /// commits: `$4` is ``PostgresChangeListener/payload(instance:dataset:)``. A notification
+        /// is sent on commit only, in commit order, and dropped with a rollback.
         static let setLastSerial = PostgresStatement(
             "setLastSerial",
-            "UPDATE server_datasets SET last_serial = $2, last_chain = $3, last_chain_serial = $2 WHERE id = $1",
-            [.int8, .int8, .int8])
+            "UPDATE server_datasets SET last_serial = $2, last_chain = $3, last_chain_serial = $2 "
+                + "FROM (SELECT pg_notify('\(PostgresChangeListener.channel)', $4)) AS notified WHERE id = $1",
+            [.int8, .int8, .int8, .text])
 
         // MARK: Pull
 

@@ -16,6 +16,9 @@ import SyncProtocol
 /// See <https://www.postgresql.org/docs/15/libpq.html>.
 public final class PostgresSyncStorage: SyncStorage {
     let pool: PostgresPool
+    /// Names this process in the notifications its pushes send, so that its own listener skips
+    /// them (its own waiting pulls were woken by the push itself).
+    let instance = UUID().uuidString
 
     /// Connects to `url` (a libpq URI or connection string) and brings the server's tables to
     /// this release's migration; at most `connections` connections are open at once.
@@ -60,6 +63,13 @@ public final class PostgresSyncStorage: SyncStorage {
         -> Output
     {
         try ServerError.narrowing(what) { try storageWork(what, body) }
+    }
+
+    /// A connection of its own listens for the other servers' pushes (``PostgresChangeListener``).
+    public func observeChangesOfOtherServers(_ changed: @escaping @Sendable (String?) -> Void)
+        -> (any ChangeObservation)?
+    {
+        PostgresChangeListener(url: pool.url, instance: instance, changed: changed)
     }
 
     // MARK: Administration
