@@ -107,9 +107,6 @@ public final class SyncService: Sendable {
         public static let standard = PullWaits(total: 2048, perAddress: 128)
     }
 
-    /// Live pulls waiting now, for metrics.
-    public var waitingPullCount: Int { waitingPulls.waitingCount }
-
     /// Answers every waiting live pull now (with what it would bring, usually nothing), and
     /// every live pull from now on at once: call it when the server begins to stop, before
     /// ``HTTPServer/stop(gracePeriod:)``, which waits for every deferred answer.

@@ -93,7 +93,7 @@ final class WaitingPulls: @unchecked Sendable {
     func generation(of dataset: String) -> Generation {
         condition.lock()
         defer { condition.unlock() }
-        return Generation(dataset: generations[dataset] ?? 0, everything: everythingGeneration)
+        return generationLocked(of: dataset)
     }
 
     /// Lets `pull` wait, its page read when `dataset` was at `seen`. An earlier waiting pull of the
@@ -115,7 +115,7 @@ final class WaitingPulls: @unchecked Sendable {
             answerNow.append(replaced)
         }
         put(pull, key: key)
-        if generation(of: pull.dataset, locked: ()) != seen { changedDatasets.insert(pull.dataset) }
+        if generationLocked(of: pull.dataset) != seen { changedDatasets.insert(pull.dataset) }
         startWakerIfNeeded()
         condition.signal()
         return true
@@ -169,7 +169,8 @@ final class WaitingPulls: @unchecked Sendable {
         answer(all, final: true)
     }
 
-    private func generation(of dataset: String, locked: Void) -> Generation {
+    /// ``generation(of:)`` with `condition` locked by the caller.
+    private func generationLocked(of dataset: String) -> Generation {
         Generation(dataset: generations[dataset] ?? 0, everything: everythingGeneration)
     }
 
@@ -222,7 +223,7 @@ final class WaitingPulls: @unchecked Sendable {
             // What the woken pulls' datasets had seen when they were taken: a change stored while
             // their pages are read wakes them again.
             var seen: [String: Generation] = [:]
-            for dataset in changed { seen[dataset] = generation(of: dataset, locked: ()) }
+            for dataset in changed { seen[dataset] = generationLocked(of: dataset) }
             for (key, pull) in waiting {
                 if pull.deadline <= now {
                     expired.append(pull)
@@ -244,7 +245,7 @@ final class WaitingPulls: @unchecked Sendable {
                     answerNow.append(pull)
                 } else {
                     put(pull, key: key)
-                    if seen[pull.dataset] != generation(of: pull.dataset, locked: ()) {
+                    if seen[pull.dataset] != generationLocked(of: pull.dataset) {
                         changedDatasets.insert(pull.dataset)
                     }
                 }
