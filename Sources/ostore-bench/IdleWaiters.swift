@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// Lightweight idle devices for `ostore-bench live`: each one connection holding a live pull of
-/// its own site (Protocol/README.md, section 10.5), sent again with the answer's cursor as soon as
-/// it is answered, as a device's daemon would. One thread serves them all with `poll`; nothing
+/// its own site (Protocol/README.md, section 10.5), sent again on it with the answer's cursor as
+/// soon as it is answered, as a device's daemon would. One thread serves them all with `poll`; nothing
 /// else of a device (no store, no engine) is simulated.
 ///
 /// ```swift
@@ -12,7 +12,7 @@ import Synchronization
 /// while idle.waiting < 1000 { usleep(10_000) }
 /// ```
 ///
-/// `@unchecked Sendable`: `devices` is touched only by the polling thread once `start` has run;
+/// `@unchecked Sendable`: `devices` and `buffer` are touched only by the polling thread once `start` has run;
 /// the counters are atomics and `isStopped` an atomic flag.
 final class IdleWaiters: @unchecked Sendable {
     private struct Device {
@@ -29,6 +29,8 @@ final class IdleWaiters: @unchecked Sendable {
     private let waitMilliseconds: Int
     private let counts = Counts()
     private let ended = DispatchSemaphore(value: 0)
+    /// What `receive` reads into, on the polling thread only.
+    private var buffer = [UInt8](repeating: 0, count: 8192)
 
     /// The counters the polling thread keeps.
     private final class Counts: Sendable {
@@ -85,44 +87,92 @@ final class IdleWaiters: @unchecked Sendable {
         ended.signal()
     }
 
-    /// Reads what arrived; once the server closed the connection, the answer is complete: its
-    /// cursor becomes the next pull's.
+    /// Reads what arrived; once an answer is complete (its `Content-Length` of body is in), its
+    /// cursor becomes the next pull's, sent on the same connection as a device's HTTP client
+    /// reuses its connection. A connection the server closed fails its pull and is opened again.
     private func receive(_ index: Int) {
-        var buffer = [UInt8](repeating: 0, count: 8192)
         let count = recv(devices[index].socket, &buffer, buffer.count, 0)
-        if count > 0 {
-            devices[index].received += buffer[..<count]
+        guard count > 0 else {
+            close(devices[index].socket)
+            devices[index].socket = -1
+            counts.waiting.subtract(1, ordering: .relaxed)
+            // Closed before its answer was complete: the pull is sent again on a new connection.
+            fail(index)
+            send(index)
             return
         }
-        close(devices[index].socket)
-        devices[index].socket = -1
-        counts.waiting.subtract(1, ordering: .relaxed)
-        let text = String(decoding: devices[index].received, as: UTF8.self)
+        devices[index].received += buffer[..<count]
+        guard let (status, body) = Self.answer(in: devices[index].received) else { return }
+        let cursor = status == 200 ? Self.cursor(in: body) : nil
         devices[index].received = []
-        if text.hasPrefix("HTTP/1.1 200"), let cursor = Self.cursor(in: text) {
+        counts.waiting.subtract(1, ordering: .relaxed)
+        if let cursor {
             devices[index].cursor = cursor
             counts.answered.add(1, ordering: .relaxed)
         } else {
-            counts.failed.add(1, ordering: .relaxed)
-            usleep(100_000)
+            fail(index)
         }
         send(index)
     }
 
-    private static func cursor(in text: String) -> String? {
-        guard let start = text.range(of: #""cursor":""#) else { return nil }
-        let rest = text[start.upperBound...]
-        guard let end = rest.firstIndex(of: "\"") else { return nil }
-        return String(rest[..<end])
+    private func fail(_ index: Int) {
+        devices[index].received = []
+        counts.failed.add(1, ordering: .relaxed)
+        usleep(100_000)
     }
 
-    /// A new connection with the device's live pull.
+    /// The status and body of the answer at the start of `bytes`, once all of it is there.
+    private static func answer(in bytes: [UInt8]) -> (status: Int, body: ArraySlice<UInt8>)? {
+        guard let headEnd = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
+        let head = String(decoding: bytes[..<headEnd.lowerBound], as: UTF8.self).lowercased()
+        let lines = head.split(separator: "\r\n")
+        guard let statusLine = lines.first, statusLine.hasPrefix("http/1.1 "),
+            let status = Int(statusLine.dropFirst(9).prefix(3)),
+            let lengthLine = lines.first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(lengthLine.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return (0, []) }
+        guard bytes.count >= headEnd.upperBound + length else { return nil }
+        return (status, bytes[headEnd.upperBound..<headEnd.upperBound + length])
+    }
+
+    private static func cursor(in body: ArraySlice<UInt8>) -> String? {
+        guard let start = body.firstRange(of: Array(#""cursor":""#.utf8)) else { return nil }
+        let rest = body[start.upperBound...]
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return String(decoding: rest[..<end], as: UTF8.self)
+    }
+
+    /// The device's live pull, on its connection (a new one when it has none).
     private func send(_ index: Int) {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else {
+        if devices[index].socket < 0 {
+            guard let socket = connectToServer() else {
+                counts.failed.add(1, ordering: .relaxed)
+                return
+            }
+            devices[index].socket = socket
+        }
+        let device = devices[index]
+        let body =
+            #"{"cursor":"\#(device.cursor)","protocolVersion":3,"schemaVersion":"\#(schemaVersion)","#
+            + #""site":"\#(device.site)","wait":\#(waitMilliseconds)}"#
+        let request =
+            "POST /v1/datasets/\(ServerProcess.dataset)/pull HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+            + "Authorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let bytes = Array(request.utf8)
+        guard Glibc.send(device.socket, bytes, bytes.count, 0) == bytes.count else {
+            close(device.socket)
+            devices[index].socket = -1
             counts.failed.add(1, ordering: .relaxed)
             return
         }
+        counts.waiting.add(1, ordering: .relaxed)
+    }
+
+    /// A new connection to the server, nil when it cannot be made.
+    private func connectToServer() -> Int32? {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -132,21 +182,10 @@ final class IdleWaiters: @unchecked Sendable {
                 connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        let device = devices[index]
-        let body =
-            #"{"cursor":"\#(device.cursor)","protocolVersion":3,"schemaVersion":"\#(schemaVersion)","#
-            + #""site":"\#(device.site)","wait":\#(waitMilliseconds)}"#
-        let request =
-            "POST /v1/datasets/\(ServerProcess.dataset)/pull HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
-            + "Connection: close\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        let bytes = Array(request.utf8)
-        guard connected == 0, Glibc.send(socket, bytes, bytes.count, 0) == bytes.count else {
+        guard connected == 0 else {
             close(socket)
-            counts.failed.add(1, ordering: .relaxed)
-            return
+            return nil
         }
-        devices[index].socket = socket
-        counts.waiting.add(1, ordering: .relaxed)
+        return socket
     }
 }

@@ -40,7 +40,7 @@ extension ForwardingStorage {
     {
         try inner.storeBatch(batch, site: site, clientSchema: clientSchema, dataset: dataset, token: token)
     }
-    func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+    func readLog(dataset: String, after serial: Int64, excluding site: SiteID?, limit: Int) throws(ServerError)
         -> LogPage
     {
         try inner.readLog(dataset: dataset, after: serial, excluding: site, limit: limit)

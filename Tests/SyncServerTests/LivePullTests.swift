@@ -86,6 +86,31 @@ struct LivePullTests {
         #expect(try reader.pull(cursor: page.cursor).changes.isEmpty)
     }
 
+    /// Caught-up sites hold the same cursor, and the page read once for all of them is the answer
+    /// of those whose change it does not carry: the writer waits on, never served its own change.
+    @Test(arguments: StorageBackend.allCases)
+    func pullsWokenTogetherShareAPageButNeverReceiveTheirOwnChange(_ backend: StorageBackend) throws {
+        let server = try LiveServer(backend: backend)
+        let (writer, reader, cursor) = try Self.caughtUpPeers(server)
+        let third = TestPeer(server, dataset: "family", token: reader.token, siteByte: 3)
+        _ = try third.hello()
+        let writerCursor = try writer.pullAll().cursor
+        #expect(try third.pullAll().cursor == cursor && writerCursor == cursor)
+        let readers = [Waiting(reader, cursor: cursor, wait: 20_000), Waiting(third, cursor: cursor, wait: 20_000)]
+        let own = Waiting(writer, cursor: cursor, wait: 2_000)
+        try #require(eventually { (try? server.waitingPulls()) == 3 })
+        _ = try writer.push([writer.change(.update, "a", ["title": .text("second")], seq: 2)])
+        let pages = try readers.map { try Self.page(try $0.result().response) }
+        #expect(pages.map { $0.changes.map(\.seq) } == [[2], [2]])
+        #expect(pages[0].cursor == pages[1].cursor)
+        let (response, took) = try own.result()
+        let page = try Self.page(response)
+        #expect(page.changes.isEmpty && !page.hasMore && page.phase == .log)
+        #expect(took >= .milliseconds(1_900))
+        // The writer's cursor is past its change, like the readers'.
+        #expect(page.cursor == pages[0].cursor)
+    }
+
     @Test func aPullOfItsOwnChangeWaitsOnAndAWaitEndsCaughtUp() throws {
         let server = try LiveServer(backend: .sqlite)
         let (writer, _, _) = try Self.caughtUpPeers(server)

@@ -44,4 +44,30 @@ struct LogPageTests {
         #expect(own.count == 0 && own.joinedEntries.isEmpty && own.entries.isEmpty)
         #expect(own.nextSerial == Int64(titles.count))
     }
+
+    /// A page read excluding no site carries every site's changes and names each site it carries.
+    @Test func aPageOfNoSiteInParticularNamesTheSitesItCarries() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        let third = SiteID(bytes: Data(repeating: 0xC3, count: 16))!
+        for (index, writer) in [site, site, other].enumerated() {
+            let change = Change(
+                table: "notes", key: ["id": .text("n\(index)")], op: .insert,
+                columns: ["id": .text("n\(index)"), "title": .text("t")],
+                clock: ChangeClock(milliseconds: 1_764_000_000_000 + Int64(index), counter: 0)!, site: writer,
+                seq: Int64(index + 1))
+            _ = try storage.storeBatch([change], site: writer, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        }
+        let all = try storage.readLog(dataset: "family", after: 0, excluding: nil, limit: 10)
+        #expect(all.count == 3 && all.sites == [site, other])
+        #expect(all.carriesChanges(of: site) && all.carriesChanges(of: other) && !all.carriesChanges(of: third))
+        let first = try storage.readLog(dataset: "family", after: 0, excluding: nil, limit: 2)
+        #expect(first.sites == [site] && !first.carriesChanges(of: other))
+        // A page without a site's changes is the one that site reads.
+        let withoutOther = try storage.readLog(dataset: "family", after: 0, excluding: other, limit: 2)
+        #expect(withoutOther == first)
+        let withoutSite = try storage.readLog(dataset: "family", after: 0, excluding: site, limit: 10)
+        #expect(withoutSite.sites == [other] && withoutSite.count == 1)
+    }
 }

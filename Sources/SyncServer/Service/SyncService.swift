@@ -360,6 +360,7 @@ public final class SyncService: Sendable {
     /// `application/json`, in any case, with no parameter but an optional `charset=utf-8`.
     static func isJSON(contentType: String?) -> Bool {
         guard let contentType else { return false }
+        if contentType == "application/json" { return true }
         let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         guard parts.first == "application/json" else { return false }
         return parts.dropFirst().allSatisfy { parameter in
@@ -616,9 +617,9 @@ public final class SyncService: Sendable {
         let later = DeferredResponse()
         let waiting = WaitingPulls.Pull(
             dataset: dataset, site: pull.site, address: request.remoteAddress, deadline: .now + wait,
-            answer: { [self] final in
+            answer: { [self] final, pages in
                 do {
-                    let now = try self.pull(pull, dataset: dataset)
+                    let now = try self.pull(pull, dataset: dataset, sharing: pages)
                     if now.isCaughtUp && !final { return nil }
                     return finish(request, started: started, route: route, waited: true) { now.response }
                 } catch {
@@ -655,34 +656,39 @@ public final class SyncService: Sendable {
         let isCaughtUp: Bool
     }
 
-    func pull(_ pull: PullRequest, dataset: String) throws -> PullAnswer {
+    /// `pull`'s answer; with `pages`, a log page read for pulls answered together is its answer
+    /// when it carries no change of the pull's site.
+    func pull(_ pull: PullRequest, dataset: String, sharing pages: SharedLogPages? = nil) throws -> PullAnswer {
         try checkProtocol(pull.protocolVersion)
         let datasetVersion = try storage.schemaVersion(of: dataset)
         try ErrorBody.requireMaySync(client: pull.schemaVersion, dataset: datasetVersion, pushing: false)
         if let problem = pull.problem { throw ErrorBody(.invalidMessage, problem) }
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
-        let cursor = try pull.cursor.map { text in try cursorKeys.open(text, dataset: dataset) }
-        let state = try storage.datasetState(dataset, site: pull.site)
-        if let cursor {
-            try cursor.check(against: state)
-            if cursor.mark != nil {
-                try cursor.check(logChain: try chain(dataset: dataset, at: cursor.logSerial, state: state))
+        if let pages, let text = pull.cursor {
+            let shared = try pages.page(for: .init(dataset: dataset, cursor: text, limit: limit)) {
+                () throws -> SharedLogPages.Page? in
+                // The state's high-water mark of the site that happens to read is no part of a page.
+                let (cursor, state) = try openCursor(text, dataset: dataset, site: pull.site)
+                return try cursor.serial.map { serial in
+                    try logPage(after: serial, state: state, dataset: dataset, limit: limit, excluding: nil)
+                }
+            }
+            if let shared, !shared.log.carriesChanges(of: pull.site) {
+                metrics.recordPulled(shared.log.count)
+                return shared.answer
             }
         }
+        let state: DatasetState
+        let cursor: PullCursor?
+        if let text = pull.cursor {
+            (cursor, state) = try openCursor(text, dataset: dataset, site: pull.site)
+        } else {
+            (cursor, state) = (nil, try storage.datasetState(dataset, site: pull.site))
+        }
         if let serial = cursor?.serial {
-            let page = try storage.readLog(dataset: dataset, after: serial, excluding: pull.site, limit: limit)
-            metrics.recordPulled(page.count)
-            // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
-            let next = PullCursor.log(
-                page.nextSerial, dataset: dataset, incarnation: state.incarnation, chain: page.nextChain)
-            let tail =
-                #"],"cursor":"\#(try cursorKeys.seal(next))","hasMore":\#(page.hasMore),"phase":"log","#
-                + #""remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
-            var body = Data(capacity: 16 + page.joinedEntries.count + tail.utf8.count)
-            body.append(contentsOf: #"{"changes":["#.utf8)
-            body.append(contentsOf: page.joinedEntries)
-            body.append(contentsOf: tail.utf8)
-            return PullAnswer(response: .json(body), isCaughtUp: page.count == 0 && !page.hasMore)
+            let page = try logPage(after: serial, state: state, dataset: dataset, limit: limit, excluding: pull.site)
+            metrics.recordPulled(page.log.count)
+            return page.answer
         }
         let page = try storage.readSnapshot(dataset: dataset, after: cursor?.snapshot, limit: limit)
         metrics.recordPulled(page.changes.count)
@@ -703,6 +709,37 @@ public final class SyncService: Sendable {
                 changes: page.changes, cursor: try cursorKeys.seal(next), hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
         return PullAnswer(response: .json(writer.data), isCaughtUp: false)
+    }
+
+    /// The cursor `text`, opened and checked against the dataset's state, read with it.
+    private func openCursor(_ text: String, dataset: String, site: SiteID) throws -> (PullCursor, DatasetState) {
+        let cursor = try cursorKeys.open(text, dataset: dataset)
+        let state = try storage.datasetState(dataset, site: site)
+        try cursor.check(against: state)
+        if cursor.mark != nil {
+            try cursor.check(logChain: try chain(dataset: dataset, at: cursor.logSerial, state: state))
+        }
+        return (cursor, state)
+    }
+
+    /// The log page after `serial` without the changes of `site` (of no site: nil), as the answer
+    /// it makes.
+    private func logPage(after serial: Int64, state: DatasetState, dataset: String, limit: Int, excluding site: SiteID?)
+        throws -> SharedLogPages.Page
+    {
+        let page = try storage.readLog(dataset: dataset, after: serial, excluding: site, limit: limit)
+        // The log keeps each change's canonical JSON, so the page is spliced, not re-encoded.
+        let next = PullCursor.log(
+            page.nextSerial, dataset: dataset, incarnation: state.incarnation, chain: page.nextChain)
+        let tail =
+            #"],"cursor":"\#(try cursorKeys.seal(next))","hasMore":\#(page.hasMore),"phase":"log","#
+            + #""remaining":\#(max(page.lastSerial - page.nextSerial, 0))}"#
+        var body = Data(capacity: 16 + page.joinedEntries.count + tail.utf8.count)
+        body.append(contentsOf: #"{"changes":["#.utf8)
+        body.append(contentsOf: page.joinedEntries)
+        body.append(contentsOf: tail.utf8)
+        return SharedLogPages.Page(
+            answer: PullAnswer(response: .json(body), isCaughtUp: page.count == 0 && !page.hasMore), log: page)
     }
 
     /// The fingerprint of the log up to `serial`: at the log's end (a device caught up, the

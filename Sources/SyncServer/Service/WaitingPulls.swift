@@ -52,8 +52,9 @@ final class WaitingPulls: @unchecked Sendable {
         let address: String
         let deadline: ContinuousClock.Instant
         /// The pull's answer as it would be now; nil while it would bring nothing and `final` is
-        /// false. Called on the waker thread, never with the lock held.
-        let answer: @Sendable (_ final: Bool) -> HTTPResponse?
+        /// false. Called on the waker thread, never with the lock held, with the pages read for
+        /// the pulls answered with it.
+        let answer: @Sendable (_ final: Bool, _ pages: SharedLogPages) -> HTTPResponse?
         /// Sends the answer (``DeferredResponse/send(_:)``).
         let send: @Sendable (HTTPResponse) -> Void
     }
@@ -259,9 +260,10 @@ final class WaitingPulls: @unchecked Sendable {
     private func answer(_ pulls: [Pull], final: Bool) -> [Pull] {
         guard !pulls.isEmpty else { return [] }
         let unanswered = Mutex<[Pull]>([])
+        let pages = SharedLogPages()
         let work: @Sendable (Int) -> Void = { index in
             let pull = pulls[index]
-            if let response = pull.answer(final) {
+            if let response = pull.answer(final, pages) {
                 pull.send(response)
             } else {
                 unanswered.withLock { $0.append(pull) }

@@ -4,7 +4,7 @@ import SyncProtocol
 import SyncStoreBridge
 
 extension SQLiteSyncStorage {
-    public func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+    public func readLog(dataset: String, after serial: Int64, excluding site: SiteID?, limit: Int) throws(ServerError)
         -> LogPage
     {
         try serverWork("reading the log of dataset \(dataset)") {
@@ -18,8 +18,8 @@ extension SQLiteSyncStorage {
                 let lastSerial: Int64 = try state.decode(at: 1)
                 let cursor = try db.fetchCursor(
                     """
-                    SELECT serial, body, chain FROM server_log
-                    WHERE datasetID = \(datasetID) AND serial > \(serial) AND site <> \(site.bytes)
+                    SELECT serial, body, chain, site FROM server_log
+                    WHERE datasetID = \(datasetID) AND serial > \(serial) AND site IS NOT \(site?.bytes)
                     ORDER BY serial LIMIT \(limit)
                     """)
                 var entries = LogPage.Entries()
@@ -30,7 +30,9 @@ extension SQLiteSyncStorage {
                     lastChain = try row.decode(at: 2)
                     // In place: no string each (its UTF-8 check and copy) for bytes passed on as
                     // they are. (A BLOB cast cost SQLite a copy of each body.)
-                    try row.withUnsafeBytes(at: 1) { entries.append($0) }
+                    try row.withUnsafeBytes(at: 1) { json in
+                        try row.withUnsafeBytes(at: 3) { site in entries.append(json, site: site) }
+                    }
                 }
                 return LogPage(
                     entries: entries, lastEntrySerial: last, lastEntryChain: lastChain, after: serial, limit: limit,

@@ -93,7 +93,7 @@ public protocol SyncStorage: Sendable {
     func storeBatch(_ batch: BatchJSON, site: SiteID, clientSchema: SchemaVersion, dataset: String, token: String?)
         throws -> StoredBatch
     /// Up to `limit` log entries after `serial`, leaving out `site`'s own.
-    func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+    func readLog(dataset: String, after serial: Int64, excluding site: SiteID?, limit: Int) throws(ServerError)
         -> LogPage
     /// The next snapshot page after `position` (nil to start).
     func readSnapshot(dataset: String, after position: SnapshotPosition?, limit: Int) throws(ServerError)
@@ -257,9 +257,15 @@ public struct LogPage: Sendable, Hashable {
     /// The fingerprint of the log up to ``nextSerial`` (``LogChain``), which the next cursor
     /// carries; nil for serial 0 or an entry stored before fingerprints were kept.
     public var nextChain: Int64?
+    /// The sites whose changes the page carries, a site once per run of its consecutive entries.
+    public private(set) var sites: [SiteID]
 
     /// The number of entries.
     public var count: Int { entryEnds.count }
+
+    /// Whether the page carries a change of `site`: a page read excluding no site is the page
+    /// any site it does not carry would read.
+    public func carriesChanges(of site: SiteID) -> Bool { sites.contains(site) }
 
     /// Each entry's JSON as text.
     public var entries: [String] {
@@ -275,14 +281,20 @@ extension LogPage {
     struct Entries {
         var joined: [UInt8] = []
         var ends: [Int] = []
+        var sites: [SiteID] = []
 
         var count: Int { ends.count }
 
-        /// Appends one entry's JSON.
-        mutating func append(_ json: UnsafeRawBufferPointer) {
+        /// Appends one entry's JSON, a change of the site whose 16 bytes are `site` (nil for
+        /// entries read for their changes alone, not for a page).
+        mutating func append(_ json: UnsafeRawBufferPointer, site: UnsafeRawBufferPointer? = nil) {
             if !ends.isEmpty { joined.append(UInt8(ascii: ",")) }
             joined.append(contentsOf: json)
             ends.append(joined.count)
+            // Compared in place: a change's site is most often the one of the change before it.
+            if let site, sites.last.map({ !$0.bytes.elementsEqual(site) }) ?? true, let id = SiteID(bytes: Data(site)) {
+                sites.append(id)
+            }
         }
     }
 
@@ -299,7 +311,8 @@ extension LogPage {
         self.init(
             joinedEntries: entries.joined, entryEnds: entries.ends, nextSerial: next,
             hasMore: full && next < lastSerial,
-            lastSerial: lastSerial, nextChain: full ? lastEntryChain : (serial > lastSerial ? nil : lastChain))
+            lastSerial: lastSerial, nextChain: full ? lastEntryChain : (serial > lastSerial ? nil : lastChain),
+            sites: entries.sites)
     }
 }
 

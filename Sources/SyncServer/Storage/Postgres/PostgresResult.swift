@@ -97,8 +97,13 @@ final class PostgresResult {
         isNull(row: row, column: column) ? nil : try string(row: row, column: column)
     }
 
+    /// A `bytea` value where the result keeps it: valid while the result lives.
+    func byteaBytes(row: Int, column: Int) throws(PostgresError) -> UnsafeRawBufferPointer {
+        try bytes(row: row, column: column, [.bytea])
+    }
+
     func data(row: Int, column: Int) throws(PostgresError) -> Data {
-        Data(try bytes(row: row, column: column, [.bytea]))
+        Data(try byteaBytes(row: row, column: column))
     }
 
     func optionalData(row: Int, column: Int) throws(PostgresError) -> Data? {

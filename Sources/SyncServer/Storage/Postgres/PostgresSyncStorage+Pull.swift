@@ -2,14 +2,15 @@ import Foundation
 import SyncProtocol
 
 extension PostgresSyncStorage {
-    public func readLog(dataset: String, after serial: Int64, excluding site: SiteID, limit: Int) throws(ServerError)
+    public func readLog(dataset: String, after serial: Int64, excluding site: SiteID?, limit: Int) throws(ServerError)
         -> LogPage
     {
         try serverWork("reading the log of dataset \(dataset)") { connection in
             // One statement, one snapshot: the newest serial it sees bounds what the page has
             // covered, and serials below it are all committed (docs/POSTGRES.md).
             let result = try connection.execute(
-                Statements.readLog, [.text(dataset), .int8(serial), .bytea(site.bytes), .int8(Int64(limit))])
+                Statements.readLog,
+                [.text(dataset), .int8(serial), site.map { .bytea($0.bytes) } ?? .null, .int8(Int64(limit))])
             guard result.rowCount > 0 else { throw ServerError(.notFound, "there is no dataset \(dataset)") }
             let lastSerial = try result.int64(row: 0, column: 0)
             var entries = LogPage.Entries()
@@ -20,7 +21,8 @@ extension PostgresSyncStorage {
                 for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
                     last = try result.int64(row: row, column: 1)
                     lastChain = try result.optionalInt64(row: row, column: 4)
-                    entries.append(try result.textBytes(row: row, column: 2))
+                    entries.append(
+                        try result.textBytes(row: row, column: 2), site: try result.byteaBytes(row: row, column: 5))
                 }
             }
             return LogPage(

@@ -254,10 +254,10 @@ extension PostgresSyncStorage {
         static let readLog = PostgresStatement(
             "readLog",
             """
-            SELECT d.last_serial, l.serial, l.body, \(newestChain), l.chain FROM server_datasets AS d
+            SELECT d.last_serial, l.serial, l.body, \(newestChain), l.chain, l.site FROM server_datasets AS d
             LEFT JOIN LATERAL (
-                SELECT serial, body, chain FROM server_log
-                WHERE dataset_id = d.id AND serial > $2 AND site <> $3 ORDER BY serial LIMIT $4
+                SELECT serial, body, chain, site FROM server_log
+                WHERE dataset_id = d.id AND serial > $2 AND site IS DISTINCT FROM $3 ORDER BY serial LIMIT $4
             ) AS l ON true
             WHERE d.name = $1 ORDER BY l.serial
             """, [.text, .int8, .bytea, .int8])
