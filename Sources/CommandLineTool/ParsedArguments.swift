@@ -6,6 +6,8 @@ package struct ParsedArguments {
     package private(set) var flags: Set<String> = []
     /// Options given with a value, by name with dashes; the last one wins when repeated.
     package private(set) var values: [String: String] = [:]
+    /// Every value of each option given with one, in order: for options that may be repeated.
+    package private(set) var allValues: [String: [String]] = [:]
     package private(set) var positionals: [String] = []
 
     package init(_ arguments: [String], options: [CommandOption]) throws(UsageError) {
@@ -27,8 +29,10 @@ package struct ParsedArguments {
                 flags.insert(option.name)
             } else if parts.count == 2 {
                 values[option.name] = parts[1]
+                allValues[option.name, default: []].append(parts[1])
             } else if let value = remaining.popFirst() {
                 values[option.name] = value
+                allValues[option.name, default: []].append(value)
             } else {
                 throw UsageError("\(option.name) needs a \(option.valueName ?? "value")")
             }

@@ -13,7 +13,8 @@ enum ServeCommand: Command {
         + "[--max-body-bytes N] [--max-changes-per-push N] [--max-changes-per-pull N] [--max-clock-drift S] "
         + "[--max-identifier-length N] [--max-nesting-depth N] [--max-pushes-in-flight N] [--headers-timeout S] "
         + "[--max-pull-wait S] [--max-waiting-pulls N] [--max-waiting-pulls-per-ip N] [--max-connections-per-ip N] "
-        + "[--min-body-rate N] [--body-memory-budget N] [--body-memory-per-token N] [--allow-test-clock]"
+        + "[--min-body-rate N] [--body-memory-budget N] [--body-memory-per-token N] [--jwt-config FILE] "
+        + "[--allow-test-clock]"
     static let summary =
         "Serve the sync protocol over HTTP (or HTTPS) from the data directory's (or the PostgreSQL database's) datasets."
     static let options =
@@ -47,6 +48,9 @@ enum ServeCommand: Command {
                 name: "--max-connections-per-ip", valueName: "N",
                 help: "connections open at once from one client address (default \(Self.perIPConnectionLimit))"),
             CommandOption(
+                name: "--jwt-config", valueName: "FILE",
+                help: "accept the JSON Web Tokens this file configures, per dataset (docs/scoped-sync.md)"),
+            CommandOption(
                 name: "--allow-test-clock", valueName: nil,
                 help: "honour the \(TestClock.header) request header (conformance runs only; never in production)"),
         ]
@@ -74,6 +78,12 @@ enum ServeCommand: Command {
         The --max-* options set the limits every hello states (Protocol/README.md, section 12); a
         conformance run (Protocol/conformance/run.py) starts a second server with
         --max-changes-per-push 2 for the vectors that name it.
+
+        With --jwt-config FILE the datasets the file names also accept JSON Web Tokens of their
+        identity provider (HS256, RS256, ES256), besides the tokens of `ostore-server token create`:
+        the token's subject (sub) is the user it syncs as. Key files are read again when they change
+        (the request log says so, or why a changed file was not taken); a file that does not read at
+        start stops the server with the file and the field.
 
         With --allow-test-clock a request may carry `\(TestClock.header): <milliseconds>` to fix the
         server's clock for that request (the drift checks of a push, a hello's serverTime). It is for
@@ -180,9 +190,22 @@ enum ServeCommand: Command {
                     + "for conformance runs only",
             ])
         }
+        var jsonWebTokens: JWTVerifier?
+        if let path = arguments.values["--jwt-config"] {
+            do {
+                jsonWebTokens = try JWTVerifier(
+                    configuration: try JWTConfiguration.load(from: URL(fileURLWithPath: path))
+                ) {
+                    message in RequestLog.write(["event": "jwtKeys", "message": message])
+                }
+            } catch {
+                Console.error("ostore-server serve: --jwt-config: \(error)")
+                return .failure
+            }
+        }
         let service = SyncService(
             storage: storage, limits: limits, allowsTestClock: allowsTestClock,
-            pullWaits: .init(total: waitingPulls, perAddress: waitingPullsPerIP))
+            pullWaits: .init(total: waitingPulls, perAddress: waitingPullsPerIP), jsonWebTokens: jsonWebTokens)
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
             connectionLimit: Self.connectionLimit, perIPConnectionLimit: perIPConnections, maxBodyBytes: maxBody,

@@ -11,8 +11,8 @@ protocol ForwardingStorage: SyncStorage {
 extension ForwardingStorage {
     func createDataset(named name: String) throws(ServerError) { try inner.createDataset(named: name) }
     func datasets() throws(ServerError) -> [DatasetSummary] { try inner.datasets() }
-    func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
-        try inner.createToken(dataset: dataset, readOnly: readOnly)
+    func createToken(dataset: String, readOnly: Bool, identity: TokenIdentity) throws(ServerError) -> CreatedToken {
+        try inner.createToken(dataset: dataset, readOnly: readOnly, identity: identity)
     }
     func revokeToken(id: String) throws(ServerError) { try inner.revokeToken(id: id) }
     func tokens() throws(ServerError) -> [TokenSummary] { try inner.tokens() }

@@ -30,6 +30,15 @@ public final class SyncEngine {
         public var dataset: String
         /// The bearer token; sent in a header, never logged or shown in errors.
         public var token: String
+        /// Gives the bearer token for each request, when set, in place of ``token``: for tokens
+        /// that expire and are renewed meanwhile (JSON Web Tokens of the app's identity provider).
+        /// Called before every attempt of every request, on the engine's threads; keep it fast
+        /// (return a token held in memory, renewed elsewhere).
+        ///
+        /// ```swift
+        /// configuration.tokenProvider = { session.currentAccessToken }
+        /// ```
+        public var tokenProvider: (@Sendable () -> String)?
         /// Changes per push, at most the server's `maxChangesPerPush` (and fewer when their body
         /// would exceed its `maxBodyBytes`). Each push is a commit on the server, with an fsync:
         /// 5,000 took a third less server CPU per change than 1,000.

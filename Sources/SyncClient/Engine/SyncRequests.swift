@@ -37,9 +37,11 @@ struct SyncRequests: Sendable {
         isCancelled: @escaping @Sendable () -> Bool = { false }, givesUpTransfer: Bool = false
     ) throws(SyncError) -> Answer {
         let url = configuration.server.appendingPathComponent("v1/datasets/\(configuration.dataset)/\(name)")
-        let headers = [("Authorization", "Bearer \(configuration.token)"), ("Content-Type", "application/json")]
         var attempt = 1
         while true {
+            // Asked at each attempt: a retry after the token was renewed sends the new one.
+            let token = configuration.tokenProvider?() ?? configuration.token
+            let headers = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
             let outcome = Result { () throws(SyncError) -> Answer in
                 let reply =
                     givesUpTransfer

@@ -41,6 +41,8 @@ public final class SyncService: Sendable {
     let cursorKeys: PullCursorKeys
     /// The definitions pushes are checked against, by dataset and schema version.
     let schemaRules: SchemaRulesCache
+    /// Verifies the JSON Web Tokens of the datasets configured for them.
+    let jsonWebTokens: JWTVerifier?
     /// The HTTP layer's open connections, for `/metrics`.
     let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
 
@@ -53,14 +55,16 @@ public final class SyncService: Sendable {
     /// ```
     ///
     /// With `allowsTestClock`, a request carrying ``TestClock/header`` is answered at the clock it
-    /// names; without, such a request is refused (`400 invalid_message`).
+    /// names; without, such a request is refused (`400 invalid_message`). With `jsonWebTokens`, the
+    /// datasets it configures also accept the JSON Web Tokens it verifies.
     public init(
         storage: any SyncStorage, limits: Limits = .standard, metrics: ServerMetrics = ServerMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         pushOrderWait: Duration = .seconds(2), cursorKeysRefresh: Duration = .seconds(60),
-        allowsTestClock: Bool = false, pullWaits: PullWaits = .standard
+        allowsTestClock: Bool = false, pullWaits: PullWaits = .standard, jsonWebTokens: JWTVerifier? = nil
     ) {
         self.storage = storage
+        self.jsonWebTokens = jsonWebTokens
         self.limits = limits
         self.metrics = metrics
         self.now = now
@@ -371,6 +375,15 @@ public final class SyncService: Sendable {
     /// 401 without a valid token; 403 for a token of another dataset, whether or not the named
     /// dataset exists, so tokens cannot probe for names.
     private func authorize(_ headers: HTTPHeaders, dataset: String) throws -> TokenGrant {
+        if let jsonWebToken = JSONWebToken.bearer(fromAuthorization: headers["Authorization"]) {
+            guard let jsonWebTokens else { throw ErrorBody(.unauthorized, JWTRefusal.notConfigured.description) }
+            do {
+                return try jsonWebTokens.grant(
+                    forToken: jsonWebToken, dataset: dataset, now: Date(timeIntervalSince1970: Double(now()) / 1000))
+            } catch {
+                throw ErrorBody(.unauthorized, error.description)
+            }
+        }
         guard let secret = AccessToken.secret(fromAuthorization: headers["Authorization"]),
             let grant = try storage.grant(forTokenDigest: AccessToken.digest(of: secret))
         else {
@@ -379,6 +392,11 @@ public final class SyncService: Sendable {
         }
         guard grant.dataset == dataset else {
             throw ErrorBody(.forbidden, "this token is not for dataset \(dataset)")
+        }
+        if let expiresAt = grant.expiresAt, expiresAt.timeIntervalSince1970 * 1000 <= Double(now()) {
+            throw ErrorBody(
+                .unauthorized,
+                "this token expired at \(expiresAt.formatted(.iso8601)); ask the server's operator for a new one")
         }
         return grant
     }

@@ -173,7 +173,10 @@ public final class SQLiteSyncStorage: SyncStorage {
         }
     }
 
-    public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+    public func createToken(dataset: String, readOnly: Bool, identity: TokenIdentity) throws(ServerError)
+        -> CreatedToken
+    {
+        try identity.check()
         let token = try AccessToken.generate()
         let id = try AccessToken.generateID()
         return try serverWork("creating a token") {
@@ -188,8 +191,10 @@ public final class SQLiteSyncStorage: SyncStorage {
                 }
                 try db.execute(
                     """
-                    INSERT INTO server_tokens (id, datasetID, digest, readOnly, createdAt)
-                    VALUES (\(id), \(datasetID), \(token.digest), \(readOnly), \(Date()))
+                    INSERT INTO server_tokens (id, datasetID, digest, readOnly, createdAt, subject, claims, expiresAt)
+                    VALUES (
+                        \(id), \(datasetID), \(token.digest), \(readOnly), \(Date()), \(identity.subject),
+                        \(identity.claimsJSON), \(identity.expiresAt))
                     """)
                 return CreatedToken(id: id, secret: token.secret, dataset: dataset, readOnly: readOnly)
             }
@@ -217,13 +222,14 @@ public final class SQLiteSyncStorage: SyncStorage {
             try pool.read { db in
                 try db.fetchAll(
                     """
-                    SELECT t.id, d.name, t.readOnly, t.revokedAt IS NOT NULL FROM server_tokens AS t
-                    JOIN server_datasets AS d ON d.id = t.datasetID ORDER BY d.name, t.createdAt
+                    SELECT t.id, d.name, t.readOnly, t.revokedAt IS NOT NULL, t.subject, t.expiresAt
+                    FROM server_tokens AS t JOIN server_datasets AS d ON d.id = t.datasetID ORDER BY d.name, t.createdAt
                     """
                 ).map { row in
                     TokenSummary(
                         id: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2),
-                        revoked: try row.decode(at: 3))
+                        revoked: try row.decode(at: 3), subject: try row.decode(at: 4), expiresAt: try row.decode(at: 5)
+                    )
                 }
             }
         }
@@ -252,15 +258,17 @@ public final class SQLiteSyncStorage: SyncStorage {
                 guard
                     let row = try db.fetchOne(
                         """
-                        SELECT t.id, d.name, t.readOnly, t.digest FROM server_tokens AS t
-                        JOIN server_datasets AS d ON d.id = t.datasetID
+                        SELECT t.id, d.name, t.readOnly, t.digest, t.subject, t.claims, t.expiresAt
+                        FROM server_tokens AS t JOIN server_datasets AS d ON d.id = t.datasetID
                         WHERE t.digest = \(digest) AND t.revokedAt IS NULL
                         """)
                 else { return nil }
                 // The index lookup found it; the comparison that decides is constant-time.
                 guard Crypto.constantTimeEqual(try row.decode(Data.self, at: 3), digest) else { return nil }
                 return TokenGrant(
-                    tokenID: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2))
+                    tokenID: try row.decode(at: 0), dataset: try row.decode(at: 1), readOnly: try row.decode(at: 2),
+                    subject: try row.decode(at: 4), claims: TokenIdentity.claims(fromJSON: try row.decode(at: 5)),
+                    expiresAt: try row.decode(at: 6))
             }
         }
     }

@@ -6,7 +6,7 @@ import OfflineStoreSQLite
 enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
         ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self, ServerSchemaV1_4.self,
-        ServerSchemaV1_5.self, ServerSchemaV1_6.self, ServerSchemaV1_7.self,
+        ServerSchemaV1_5.self, ServerSchemaV1_6.self, ServerSchemaV1_7.self, ServerSchemaV1_8.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
@@ -20,6 +20,7 @@ enum ServerMigrationPlan: MigrationPlan {
         .lightweight(fromVersion: ServerSchemaV1_4.self, toVersion: ServerSchemaV1_5.self),
         .lightweight(fromVersion: ServerSchemaV1_5.self, toVersion: ServerSchemaV1_6.self),
         .lightweight(fromVersion: ServerSchemaV1_6.self, toVersion: ServerSchemaV1_7.self),
+        .lightweight(fromVersion: ServerSchemaV1_7.self, toVersion: ServerSchemaV1_8.self),
     ]
 }
 

@@ -18,8 +18,18 @@ struct SiteBinding: Sendable, Hashable {
     /// The token the site is bound to; nil for a site never used, or used only before the server
     /// kept bindings (or only by the operator's own calls, which pass no token).
     let token: String?
-    /// Whether ``token`` may still be used: it exists and is not revoked.
+    /// Whether ``token`` may still be used: it exists and is not revoked, or it is a subject's
+    /// (``TokenGrant/isSubjectTokenID(_:)``), which no revocation ends.
     let tokenIsLive: Bool
+
+    /// The binding of `site` to `token`, live when the storage found it so (`tokenIsLive`: a stored
+    /// token, not revoked) or when it is a subject's.
+    init(site: SiteID, dataset: String, token: String?, tokenIsLive: Bool) {
+        self.site = site
+        self.dataset = dataset
+        self.token = token
+        self.tokenIsLive = tokenIsLive || token.map(TokenGrant.isSubjectTokenID) == true
+    }
 
     /// Whether `token` must write itself as the site's token (the site is unbound, or its token was
     /// revoked); false when the site is its already. Throws `403 site_forbidden` when another token,

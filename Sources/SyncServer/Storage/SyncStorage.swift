@@ -28,8 +28,14 @@ public protocol SyncStorage: Sendable {
     /// try storage.allowMajor(2, dataset: "family")  // release 2.0 of the app may move it
     /// ```
     func allowMajor(_ major: Int, dataset: String) throws(ServerError)
-    /// Makes a token for `dataset`; the secret is in the result and nowhere else.
-    func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken
+    /// Makes a token for `dataset` standing for `identity` (checked with
+    /// ``TokenIdentity/check()``); the secret is in the result and nowhere else.
+    ///
+    /// ```swift
+    /// let bob = try storage.createToken(
+    ///     dataset: "family", readOnly: false, identity: .init(subject: "bob", expiresAt: .now + 86_400))
+    /// ```
+    func createToken(dataset: String, readOnly: Bool, identity: TokenIdentity) throws(ServerError) -> CreatedToken
     func revokeToken(id: String) throws(ServerError)
     func tokens() throws(ServerError) -> [TokenSummary]
     /// Adds a pull cursor key newer than every other (``CursorKey``) and drops every key older than
@@ -55,7 +61,9 @@ public protocol SyncStorage: Sendable {
     /// let signing = try storage.cursorKeys()[0]
     /// ```
     func cursorKeys() throws(ServerError) -> [CursorKey]
-    /// The grant of the unrevoked token whose SHA-256 digest is `digest`, or nil.
+    /// The grant of the unrevoked token whose SHA-256 digest is `digest`, or nil. An expired
+    /// token's grant is returned too, with its ``TokenGrant/expiresAt``: the service refuses it,
+    /// saying so.
     func grant(forTokenDigest digest: Data) throws(ServerError) -> TokenGrant?
     /// The newest schema version the dataset has seen (nil when no client has joined).
     func schemaVersion(of dataset: String) throws(ServerError) -> SchemaVersion?
@@ -126,6 +134,13 @@ public protocol SyncStorage: Sendable {
 /// Changes of other servers being observed (``SyncStorage/observeChangesOfOtherServers(_:)``),
 /// until this is released.
 public protocol ChangeObservation: AnyObject, Sendable {}
+
+extension SyncStorage {
+    /// A token for `dataset` that stands for whoever holds it and never expires.
+    public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+        try createToken(dataset: dataset, readOnly: readOnly, identity: TokenIdentity())
+    }
+}
 
 extension SyncStorage {
     /// A storage only this process writes: nothing to observe.
@@ -230,13 +245,48 @@ public struct TokenSummary: Sendable, Hashable, Codable {
     public var dataset: String
     public var readOnly: Bool
     public var revoked: Bool
+    public var subject: String?
+    public var expiresAt: Date?
 }
 
-/// What a token allows.
+/// What a token allows, and whose it is.
 public struct TokenGrant: Sendable, Hashable {
+    /// The token's id; for a JSON Web Token, its subject's (``subjectTokenID(_:)``): a site binds
+    /// to it (``SiteBinding``), so a subject's devices keep their sites across the tokens the
+    /// identity provider issues them.
     public var tokenID: String
     public var dataset: String
     public var readOnly: Bool
+    /// The user the token stands for, when it names one.
+    public var subject: String?
+    /// The token's other claims that are strings, numbers or booleans, as text.
+    public var claims: [String: String]
+
+    /// Longest subject a token may name.
+    public static let maximumSubjectLength = 256
+    private static let subjectPrefix = "sub:"
+
+    public init(
+        tokenID: String, dataset: String, readOnly: Bool, subject: String? = nil, claims: [String: String] = [:],
+        expiresAt: Date? = nil
+    ) {
+        self.tokenID = tokenID
+        self.dataset = dataset
+        self.readOnly = readOnly
+        self.subject = subject
+        self.claims = claims
+        self.expiresAt = expiresAt
+    }
+
+    /// When the token stops being accepted; nil for one that never expires.
+    public var expiresAt: Date?
+
+    /// The token id of every JSON Web Token of `subject`.
+    static func subjectTokenID(_ subject: String) -> String { subjectPrefix + subject }
+
+    /// Whether `tokenID` is a subject's (``subjectTokenID(_:)``): never revoked, as no stored
+    /// token stands behind it.
+    static func isSubjectTokenID(_ tokenID: String) -> Bool { tokenID.hasPrefix(subjectPrefix) }
 }
 
 /// Log entries in storage order, each the canonical JSON of its ``Change``, kept as the bytes a

@@ -24,6 +24,7 @@ struct PostgresMigration: Sendable {
         PostgresMigration(version: 4, name: "pull cursor keys", sql: version4),
         PostgresMigration(version: 5, name: "site bindings and major allowances", sql: version5),
         PostgresMigration(version: 6, name: "schema definitions", sql: version6),
+        PostgresMigration(version: 7, name: "token subjects and expiry", sql: version7),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -157,6 +158,16 @@ struct PostgresMigration: Sendable {
             definition text NOT NULL,
             PRIMARY KEY (dataset_id, version)
         );
+        """
+
+    /// Lets a token name its user and expire (as the SQLite schema's version 1.8 does): `subject`
+    /// is the user, `claims` a JSON object of its claims, `expires_at` when it stops being
+    /// accepted; NULL for tokens made before. A server of an earlier release still running beside
+    /// this one accepts such a token after it expired, until it is replaced.
+    private static let version7 = """
+        ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS subject text;
+        ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS claims text;
+        ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

@@ -78,6 +78,10 @@ final class PostgresResult {
         Double(bitPattern: try integer(UInt64.self, try bytes(row: row, column: column, [.float8])))
     }
 
+    func optionalDouble(row: Int, column: Int) throws(PostgresError) -> Double? {
+        isNull(row: row, column: column) ? nil : try double(row: row, column: column)
+    }
+
     func bool(row: Int, column: Int) throws(PostgresError) -> Bool {
         let raw = try bytes(row: row, column: column, [.bool])
         return raw.first.map { $0 != 0 } ?? false

@@ -25,8 +25,11 @@ extension PostgresSyncStorage {
         static let datasetID = PostgresStatement(
             "datasetID", "SELECT id FROM server_datasets WHERE name = $1", [.text])
         static let insertToken = PostgresStatement(
-            "insertToken", "INSERT INTO server_tokens (id, dataset_id, digest, read_only) VALUES ($1, $2, $3, $4)",
-            [.text, .int8, .bytea, .bool])
+            "insertToken",
+            """
+            INSERT INTO server_tokens (id, dataset_id, digest, read_only, subject, claims, expires_at)
+            VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))
+            """, [.text, .int8, .bytea, .bool, .text, .text, .float8])
         static let revokeToken = PostgresStatement(
             "revokeToken",
             "UPDATE server_tokens SET revoked_at = clock_timestamp() WHERE id = $1 AND revoked_at IS NULL",
@@ -36,8 +39,9 @@ extension PostgresSyncStorage {
         static let tokens = PostgresStatement(
             "tokens",
             """
-            SELECT t.id, d.name, t.read_only, t.revoked_at IS NOT NULL FROM server_tokens AS t
-            JOIN server_datasets AS d ON d.id = t.dataset_id ORDER BY d.name, t.created_at
+            SELECT t.id, d.name, t.read_only, t.revoked_at IS NOT NULL, t.subject,
+                extract(epoch FROM t.expires_at)::float8
+            FROM server_tokens AS t JOIN server_datasets AS d ON d.id = t.dataset_id ORDER BY d.name, t.created_at
             """, [])
 
         /// Every dataset's new incarnation in one statement: `$1` names, `$2` incarnations.
@@ -79,8 +83,8 @@ extension PostgresSyncStorage {
         static let grant = PostgresStatement(
             "grant",
             """
-            SELECT t.id, d.name, t.read_only, t.digest FROM server_tokens AS t
-            JOIN server_datasets AS d ON d.id = t.dataset_id
+            SELECT t.id, d.name, t.read_only, t.digest, t.subject, t.claims, extract(epoch FROM t.expires_at)::float8
+            FROM server_tokens AS t JOIN server_datasets AS d ON d.id = t.dataset_id
             WHERE t.digest = $1 AND t.revoked_at IS NULL
             """, [.bytea])
         /// One statement, so one snapshot: the incarnation, the newest serial (never below one a

@@ -116,13 +116,21 @@ public final class PostgresSyncStorage: SyncStorage {
         }
     }
 
-    public func createToken(dataset: String, readOnly: Bool) throws(ServerError) -> CreatedToken {
+    public func createToken(dataset: String, readOnly: Bool, identity: TokenIdentity) throws(ServerError)
+        -> CreatedToken
+    {
+        try identity.check()
         let token = try AccessToken.generate()
         let id = try AccessToken.generateID()
         return try serverWork("creating a token") { connection in
             let datasetID = try self.datasetID(dataset, connection)
             try connection.execute(
-                Statements.insertToken, [.text(id), .int8(datasetID), .bytea(token.digest), .bool(readOnly)])
+                Statements.insertToken,
+                [
+                    .text(id), .int8(datasetID), .bytea(token.digest), .bool(readOnly),
+                    identity.subject.map { .text($0) } ?? .null, identity.claimsJSON.map { .text($0) } ?? .null,
+                    identity.expiresAt.map { .float8($0.timeIntervalSince1970) } ?? .null,
+                ])
             return CreatedToken(id: id, secret: token.secret, dataset: dataset, readOnly: readOnly)
         }
     }
@@ -145,7 +153,9 @@ public final class PostgresSyncStorage: SyncStorage {
             return try (0..<result.rowCount).map { row in
                 TokenSummary(
                     id: try result.string(row: row, column: 0), dataset: try result.string(row: row, column: 1),
-                    readOnly: try result.bool(row: row, column: 2), revoked: try result.bool(row: row, column: 3))
+                    readOnly: try result.bool(row: row, column: 2), revoked: try result.bool(row: row, column: 3),
+                    subject: try result.optionalString(row: row, column: 4),
+                    expiresAt: try Self.date(result, row: row, column: 5))
             }
         }
     }
@@ -168,8 +178,15 @@ public final class PostgresSyncStorage: SyncStorage {
             guard Crypto.constantTimeEqual(try result.data(row: 0, column: 3), digest) else { return nil }
             return TokenGrant(
                 tokenID: try result.string(row: 0, column: 0), dataset: try result.string(row: 0, column: 1),
-                readOnly: try result.bool(row: 0, column: 2))
+                readOnly: try result.bool(row: 0, column: 2), subject: try result.optionalString(row: 0, column: 4),
+                claims: TokenIdentity.claims(fromJSON: try result.optionalString(row: 0, column: 5)),
+                expiresAt: try Self.date(result, row: 0, column: 6))
         }
+    }
+
+    /// A time the statement read as `extract(epoch FROM …)`: seconds, or NULL.
+    private static func date(_ result: PostgresResult, row: Int, column: Int) throws(PostgresError) -> Date? {
+        try result.optionalDouble(row: row, column: column).map { Date(timeIntervalSince1970: $0) }
     }
 
     public func datasetState(_ dataset: String, site: SiteID) throws(ServerError) -> DatasetState {
