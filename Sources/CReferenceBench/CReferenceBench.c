@@ -60,17 +60,21 @@ void ref_free_titles(char **titles, int64_t count) {
     free(titles);
 }
 
-int ref_insert_reminders(ref_database *db, int64_t count, char **titles) {
+/// Runs `sql` once per reminder i in one transaction, binding the id i+1 to `id_parameter` and
+/// the title `titles[i]`, done (i+done_offset)%2 and updatedAt time_base+i to the other three
+/// parameters in order.
+static int write_reminders(ref_database *db, const char *sql, int id_parameter, int64_t count, char **titles,
+                           int64_t done_offset, double time_base) {
     sqlite3_stmt *stmt = NULL;
     int rc = sqlite3_exec(db->handle, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK) return rc;
-    rc = sqlite3_prepare_v3(db->handle, "INSERT INTO reminders (id, title, done, updatedAt) VALUES (?, ?, ?, ?)", -1,
-                            SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+    rc = sqlite3_prepare_v3(db->handle, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+    int first = id_parameter == 1 ? 2 : 1;
     for (int64_t i = 0; rc == SQLITE_OK && i < count; i++) {
-        sqlite3_bind_int64(stmt, 1, i + 1);
-        sqlite3_bind_text(stmt, 2, titles[i], (int)strlen(titles[i]), SQLITE_TRANSIENT);
-        sqlite3_bind_int64(stmt, 3, i % 2);
-        sqlite3_bind_double(stmt, 4, 1.7e9 + (double)i);
+        sqlite3_bind_int64(stmt, id_parameter, i + 1);
+        sqlite3_bind_text(stmt, first, titles[i], (int)strlen(titles[i]), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(stmt, first + 1, (i + done_offset) % 2);
+        sqlite3_bind_double(stmt, first + 2, time_base + (double)i);
         rc = sqlite3_step(stmt);
         rc = (rc == SQLITE_DONE) ? SQLITE_OK : rc;
         sqlite3_reset(stmt);
@@ -82,6 +86,23 @@ int ref_insert_reminders(ref_database *db, int64_t count, char **titles) {
         return rc;
     }
     return sqlite3_exec(db->handle, "COMMIT", NULL, NULL, NULL);
+}
+
+int ref_insert_reminders(ref_database *db, int64_t count, char **titles) {
+    return write_reminders(db, "INSERT INTO reminders (id, title, done, updatedAt) VALUES (?, ?, ?, ?)", 1, count,
+                           titles, 0, 1.7e9);
+}
+
+int ref_update_reminders(ref_database *db, int64_t count, char **titles) {
+    return write_reminders(db, "UPDATE reminders SET title = ?, done = ?, updatedAt = ? WHERE id = ?", 4, count,
+                           titles, 1, 1.8e9);
+}
+
+int ref_upsert_reminders(ref_database *db, int64_t count, char **titles) {
+    return write_reminders(db,
+                           "INSERT INTO reminders (id, title, done, updatedAt) VALUES (?, ?, ?, ?) ON CONFLICT (id) "
+                           "DO UPDATE SET title = excluded.title, done = excluded.done, updatedAt = excluded.updatedAt",
+                           1, count, titles, 1, 1.8e9);
 }
 
 int ref_fetch_all_reminders(ref_database *db, int64_t *out_count, int64_t *out_checksum) {

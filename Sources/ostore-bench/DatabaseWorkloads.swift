@@ -107,6 +107,34 @@ struct DatabaseWorkloads {
                     }
                 }, reference: referenceInsert))
 
+        // The rows as the update workloads write them, by key, over the rows inserted before.
+        let updated = records.enumerated().map { index, record in
+            BenchReminder(
+                id: record.id, title: record.title, done: (index + 1) % 2 == 1, updatedAt: 1.8e9 + Double(index))
+        }
+        func insertedTable() throws {
+            try recreateTable()
+            try referenceInsert()
+        }
+        try record(
+            "update by key, Codable records",
+            try measure(
+                runs: options.runs, setUp: insertedTable,
+                ours: {
+                    try db.transaction(.immediate) { db in
+                        for reminder in updated { try reminder.update(db) }
+                    }
+                }, reference: { try check(ref_update_reminders(reference, Int64(count), referenceTitles)) }))
+        try record(
+            "upsert, Codable records",
+            try measure(
+                runs: options.runs, setUp: insertedTable,
+                ours: {
+                    try db.transaction(.immediate) { db in
+                        for reminder in updated { try reminder.upsert(db) }
+                    }
+                }, reference: { try check(ref_upsert_reminders(reference, Int64(count), referenceTitles)) }))
+
         try recreateTable()
         try referenceInsert()
         let expectedChecksum = try referenceFetchChecksum(reference)

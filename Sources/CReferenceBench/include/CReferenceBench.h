@@ -23,6 +23,13 @@ int ref_exec(ref_database *db, const char *sql);
 /// with one prepared statement in one transaction. Titles are formatted before the clock starts.
 int ref_insert_reminders(ref_database *db, int64_t count, char **titles);
 
+/// Updates the `count` reminders ref_insert_reminders wrote, each by its id with one prepared
+/// statement in one transaction: title `titles[i]`, done (i+1)%2, updatedAt 1.8e9+i.
+int ref_update_reminders(ref_database *db, int64_t count, char **titles);
+
+/// The same values written by `INSERT … ON CONFLICT (id) DO UPDATE` of every column but the id.
+int ref_upsert_reminders(ref_database *db, int64_t count, char **titles);
+
 /// Formats the titles the insert workloads use (the caller frees with ref_free_titles).
 char **ref_make_titles(int64_t count);
 void ref_free_titles(char **titles, int64_t count);

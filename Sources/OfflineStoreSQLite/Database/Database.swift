@@ -28,6 +28,9 @@ public final class Database {
     @exclusivity(unchecked) var recordInsertStatements: [RecordInsertKey: Statement] = [:]
     @exclusivity(unchecked) var recentRecordInserts: [ObjectIdentifier: RecentRecordInsert] = [:]
     @exclusivity(unchecked) var recordScratch = PersistenceContainer()
+    /// Each table's primary key columns, read from the schema once per connection.
+    @exclusivity(unchecked) var recordPrimaryKeys: [String: [String]] = [:]
+    @exclusivity(unchecked) var recordWritePlans: [ObjectIdentifier: RecordWritePlan] = [:]
     var savepointDepth = 0
     var hooks = HookBoxes()
     /// Read by the change log's triggers through an SQL function; see ``withoutRecordingChanges(_:)``.
@@ -61,6 +64,8 @@ public final class Database {
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
+        recordPrimaryKeys.removeAll()
+        recordWritePlans.removeAll()
     }
 
     /// Opens a private in-memory database (WAL does not apply).
@@ -161,6 +166,8 @@ public final class Database {
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
+        recordPrimaryKeys.removeAll()
+        recordWritePlans.removeAll()
         try connection.close()
         configuration.logHandler.log(.debug, "closed database", metadata: ["path": path])
     }

@@ -126,6 +126,8 @@ extension DatabaseError {
     public static let readonly = ResultCode.readonly
     public static let range = ResultCode.range
     public static let error = ResultCode.error
+    /// A record updated by a key no row of its table has.
+    public static let recordNotFound = ResultCode.notFound
 }
 
 extension DatabaseError {

@@ -60,6 +60,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
     public static let authorization = ResultCode(rawValue: SQLITE_AUTH)
     public static let range = ResultCode(rawValue: SQLITE_RANGE)
+    /// SQLite's "not found", which the library also gives a record written or read by a key no
+    /// row has (``DatabaseError/recordNotFound``).
+    public static let notFound = ResultCode(rawValue: SQLITE_NOTFOUND)
     public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
     public static let row = ResultCode(rawValue: SQLITE_ROW)
     public static let done = ResultCode(rawValue: SQLITE_DONE)

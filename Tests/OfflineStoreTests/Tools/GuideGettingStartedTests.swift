@@ -62,7 +62,10 @@ func addTodo(_ title: String, due: Date? = nil, db: Database) throws -> Todo {
 }
 
 func complete(_ id: String, db: Database) throws {
-    try db.execute("UPDATE todos SET done = \(true) WHERE id = \(id)")  // values are bound, never spliced
+    guard var todo = try Todo.fetchOne(db, key: id) else { return }
+    let before = todo
+    todo.done = true
+    try todo.updateChanges(db, from: before)  // UPDATE todos SET done = ? WHERE id = ?
 }
 
 func openTodos(matching text: String, db: Database) throws -> [Todo] {

@@ -12,10 +12,7 @@
 /// ```
 ///
 /// See <https://www.sqlite.org/lang_insert.html>.
-public protocol PersistableRecord {
-    /// The table the record is stored in.
-    static var databaseTableName: String { get }
-
+public protocol PersistableRecord: TableRecord {
     /// Writes the record's columns, in a stable order.
     func encode(to container: inout PersistenceContainer) throws
 }

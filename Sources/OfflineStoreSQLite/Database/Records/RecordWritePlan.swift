@@ -1,0 +1,77 @@
+/// How the writes by key of one record type map its encoded columns to statements: where its key
+/// columns are among what it encodes, where the others are, and the statements, prepared on first
+/// use. Kept per connection and record type, for as long as the type encodes the same columns, so a
+/// write looks nothing up by name.
+final class RecordWritePlan {
+    let table: String
+    /// The columns as the record encodes them.
+    let columns: [String]
+    /// The positions in ``columns`` of the key's columns, in key order.
+    let keyIndices: [Int]
+    /// The positions of the other columns.
+    let otherIndices: [Int]
+    /// The key's columns as the table names them, in key order.
+    let keyColumns: [String]
+    var update: Statement?
+    var upsert: Statement?
+    var delete: Statement?
+    var exists: Statement?
+
+    init(type: any PersistableRecord.Type, columns: [String], keyColumns: [String]) throws {
+        table = type.databaseTableName
+        self.columns = columns
+        self.keyColumns = keyColumns
+        keyIndices = try keyColumns.map { keyColumn in
+            guard let index = columns.firstIndex(where: { $0.lowercased() == keyColumn.lowercased() }) else {
+                throw DatabaseError.misuse(
+                    "\(type) encodes no \(keyColumn), a column of the primary key of \(type.databaseTableName): add it "
+                        + "to the record, or check its coding keys")
+            }
+            return index
+        }
+        otherIndices = columns.indices.filter { index in
+            !keyColumns.contains { $0.lowercased() == columns[index].lowercased() }
+        }
+    }
+
+    /// `UPDATE table SET others = ? WHERE key = ?`: the others bound first, then the key.
+    func updateStatement(_ db: Database) throws -> Statement {
+        if let update { return update }
+        let statement = try db.makeStatement(
+            "UPDATE \(quoteIdentifier(table)) SET "
+                + otherIndices.map { "\(quoteIdentifier(columns[$0])) = ?" }.joined(separator: ", ")
+                + " WHERE \(db.keyCondition(keyColumns))")
+        update = statement
+        return statement
+    }
+
+    /// `INSERT … ON CONFLICT (key) DO UPDATE SET others = excluded.others`, every column bound in
+    /// encoding order.
+    func upsertStatement(_ db: Database) throws -> Statement {
+        if let upsert { return upsert }
+        let action =
+            otherIndices.isEmpty
+            ? "NOTHING"
+            : "UPDATE SET "
+                + otherIndices.map { "\(quoteIdentifier(columns[$0])) = excluded.\(quoteIdentifier(columns[$0]))" }
+                .joined(separator: ", ")
+        let statement = try db.makeStatement(
+            "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
+                + "VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", "))) "
+                + "ON CONFLICT (\(keyColumns.map(quoteIdentifier).joined(separator: ", "))) DO \(action)")
+        upsert = statement
+        return statement
+    }
+}
+
+extension Database {
+    /// The plan of `type` encoding `columns`: the last one the type used when it encoded the same.
+    func recordWritePlan(for type: any PersistableRecord.Type, columns: [String]) throws -> RecordWritePlan {
+        let id = ObjectIdentifier(type)
+        if let plan = recordWritePlans[id], plan.columns == columns { return plan }
+        let plan = try RecordWritePlan(
+            type: type, columns: columns, keyColumns: try primaryKeyColumns(of: type.databaseTableName))
+        recordWritePlans[id] = plan
+        return plan
+    }
+}
