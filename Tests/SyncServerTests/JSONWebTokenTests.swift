@@ -166,6 +166,20 @@ struct JSONWebTokenTests {
             ["alg": "RS256"], Self.claims("bob", ["exp": Self.now.timeIntervalSince1970 - 30]), sign: byRSA)
         #expect(try verifier.grant(forToken: recent, dataset: "family", now: Self.now).subject == "bob")
         #expect(Self.refusal { try verifier.grant(forToken: "a.b.c", dataset: "family", now: Self.now) } != nil)
+        // A claim given twice, deep nesting, a token too long: refused before any key is tried.
+        let twice = Data(#"{"sub":"bob","sub":"admin","exp":1,"iss":"i","aud":"a"}"#.utf8).base64URLEncoded
+        let header = Data(#"{"alg":"RS256"}"#.utf8).base64URLEncoded
+        let deep = Data((String(repeating: "[", count: 2_000) + String(repeating: "]", count: 2_000)).utf8)
+            .base64URLEncoded
+        for (token, reason) in [
+            ("\(header).\(twice).AAAA", "payload is not strict JSON"),
+            ("\(deep).\(twice).AAAA", "header is not strict JSON"),
+            (String(repeating: "a", count: 9_000) + ".b.c", "longer than"),
+        ] {
+            #expect(
+                Self.refusal { try verifier.grant(forToken: token, dataset: "family", now: Self.now) }?.contains(reason)
+                    == true, "\(reason)")
+        }
         #expect(
             Self.refusal { try verifier.grant(forToken: good, dataset: "work", now: Self.now) }
                 == JWTRefusal.notConfigured.description)

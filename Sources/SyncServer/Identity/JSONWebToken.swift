@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 /// A JSON Web Token in compact form (RFC 7519, signed as RFC 7515's JWS): `HEADER.PAYLOAD.SIGNATURE`,
 /// each part base64url. Taken apart here and not trusted yet: ``JWTVerifier`` checks its signature
@@ -12,6 +13,8 @@ struct JSONWebToken: Sendable {
     /// Longest token read: far more than any identity provider issues, bounded so that no request
     /// makes the server decode a large one.
     static let maximumLength = 8_192
+    /// Deepest nesting of the header's and the payload's JSON.
+    static let maximumDepth = 8
 
     /// The header's `alg`.
     let algorithm: String
@@ -79,6 +82,15 @@ struct JSONWebToken: Sendable {
         guard let headerJSON = Data(base64URLEncoded: parts[0]), let payloadJSON = Data(base64URLEncoded: parts[1]),
             let signature = Data(base64URLEncoded: parts[2])
         else { throw .malformed("a part of it is not base64url") }
+        // By the protocol's JSON rules, before any decoder sees them: a claim given twice (which
+        // decoders resolve differently) and nesting deeper than a token needs are refused.
+        for (name, json) in [("header", headerJSON), ("payload", payloadJSON)] {
+            do {
+                try StrictJSON.validate(Array(json), maximumDepth: Self.maximumDepth)
+            } catch {
+                throw .malformed("its \(name) is not strict JSON (\(error))")
+            }
+        }
         guard let header = try? JSONDecoder().decode(Header.self, from: headerJSON) else {
             throw .malformed("its header is not a JSON object")
         }
