@@ -28,8 +28,8 @@ public final class Database {
     @exclusivity(unchecked) var recordInsertStatements: [RecordInsertKey: Statement] = [:]
     @exclusivity(unchecked) var recentRecordInserts: [ObjectIdentifier: RecentRecordInsert] = [:]
     @exclusivity(unchecked) var recordScratch = PersistenceContainer()
-    /// Each table's primary key columns, read from the schema once per connection.
-    @exclusivity(unchecked) var recordPrimaryKeys: [String: [String]] = [:]
+    /// The tables records are read and written by key in, by name (``RecordTable``).
+    @exclusivity(unchecked) var recordTables: [String: RecordTable] = [:]
     @exclusivity(unchecked) var recordWritePlans: [ObjectIdentifier: RecordWritePlan] = [:]
     var savepointDepth = 0
     var hooks = HookBoxes()
@@ -64,7 +64,7 @@ public final class Database {
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
-        recordPrimaryKeys.removeAll()
+        recordTables.removeAll()
         recordWritePlans.removeAll()
     }
 
@@ -166,7 +166,7 @@ public final class Database {
         statementCache.removeAll()
         recordInsertStatements.removeAll()
         recentRecordInserts.removeAll()
-        recordPrimaryKeys.removeAll()
+        recordTables.removeAll()
         recordWritePlans.removeAll()
         try connection.close()
         configuration.logHandler.log(.debug, "closed database", metadata: ["path": path])

@@ -96,6 +96,11 @@ public final class Statement {
 
     // MARK: Binding
 
+    /// Binds `values` to parameters 1, 2, … in order.
+    package func bind(positional values: [DatabaseValue]) throws(DatabaseError) {
+        for index in values.indices { try bind(values[index], toParameter: index + 1) }
+    }
+
     /// Binds one value to the 1-based SQLite parameter number `index`.
     /// See <https://www.sqlite.org/c3ref/bind_blob.html>.
     public func bind(_ value: DatabaseValue, toParameter index: Int) throws(DatabaseError) {

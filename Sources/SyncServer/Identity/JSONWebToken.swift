@@ -112,10 +112,7 @@ struct JSONWebToken: Sendable {
     /// The token of an `Authorization: Bearer` header when it has a JWT's shape (two dots, no
     /// spaces); nil otherwise.
     static func bearer(fromAuthorization header: String?) -> String? {
-        guard let header else { return nil }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1]
+        guard let token = AccessToken.bearer(fromAuthorization: header) else { return nil }
         guard token.utf8.count <= maximumLength, token.utf8.filter({ $0 == UInt8(ascii: ".") }).count == 2 else {
             return nil
         }

@@ -30,10 +30,7 @@ struct AccessToken: Sendable {
     /// The secret from an `Authorization` header value; nil unless it is `Bearer <token>` with a
     /// token of the right shape (checked before any lookup, so junk never reaches storage).
     static func secret(fromAuthorization header: String?) -> String? {
-        guard let header else { return nil }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = String(parts[1])
+        guard let token = bearer(fromAuthorization: header).map(String.init) else { return nil }
         guard token.hasPrefix(prefix), token.utf8.count == prefix.utf8.count + 43,
             token.utf8.dropFirst(prefix.utf8.count).allSatisfy({ byte in
                 (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
@@ -41,5 +38,14 @@ struct AccessToken: Sendable {
             })
         else { return nil }
         return token
+    }
+
+    /// The token of an `Authorization` header value of the form `Bearer <token>` (the scheme in
+    /// any case, spaces between), whatever the token's kind; nil for any other value.
+    static func bearer(fromAuthorization header: String?) -> Substring? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1]
     }
 }

@@ -69,9 +69,7 @@ extension PersistableRecord {
     public func upsert(_ db: Database) throws {
         try db.withEncodedRecord(self) { record, plan in
             let statement = try plan.upsertStatement(db)
-            for index in record.values.indices {
-                try statement.bind(record.values[index], toParameter: index + 1)
-            }
+            try statement.bind(positional: record.values)
             try statement.runToCompletion(arguments: record.values)
         }
     }
@@ -80,14 +78,14 @@ extension PersistableRecord {
     @discardableResult
     public func delete(_ db: Database) throws -> Bool {
         try db.withEncodedRecord(self) { record, plan in
-            try db.recordKeyed(.delete, Self.databaseTableName, values: plan.keyIndices.map { record.values[$0] })
+            try plan.table.run(.delete, key: plan.key(of: record.values), db)
         }
     }
 
     /// Whether a row has the record's key.
     public func exists(_ db: Database) throws -> Bool {
         try db.withEncodedRecord(self) { record, plan in
-            try db.recordKeyed(.exists, Self.databaseTableName, values: plan.keyIndices.map { record.values[$0] })
+            try plan.table.run(.exists, key: plan.key(of: record.values), db)
         }
     }
 }
@@ -113,16 +111,16 @@ extension Database {
     func updateRecord(_ record: PersistenceContainer, _ plan: RecordWritePlan, only: [Int]?) throws -> Bool {
         let set = only ?? plan.otherIndices
         guard !set.isEmpty else {
-            return try recordKeyed(.exists, plan.table, values: plan.keyIndices.map { record.values[$0] })
+            return try plan.table.run(.exists, key: plan.key(of: record.values), self)
         }
         let statement: Statement
         if only == nil || set == plan.otherIndices {
             statement = try plan.updateStatement(self)
         } else {
             statement = try cachedStatement(
-                "UPDATE \(quoteIdentifier(plan.table)) SET "
+                "UPDATE \(quoteIdentifier(plan.table.name)) SET "
                     + set.map { "\(quoteIdentifier(record.columns[$0])) = ?" }.joined(separator: ", ")
-                    + " WHERE \(keyCondition(plan.keyColumns))")
+                    + " WHERE \(plan.table.keyCondition)")
         }
         var parameter = 1
         for index in set {
@@ -141,8 +139,8 @@ extension Database {
     func recordNotFound(_ record: PersistenceContainer, _ plan: RecordWritePlan) -> DatabaseError {
         DatabaseError(
             resultCode: .notFound,
-            message: "no row of \(plan.table) has the key of this record; insert it first, or save or upsert it",
-            arguments: plan.keyIndices.map { record.values[$0] }, showsArguments: configuration.publicStatementArguments
+            message: "no row of \(plan.table.name) has the key of this record; insert it first, or save or upsert it",
+            arguments: plan.key(of: record.values), showsArguments: configuration.publicStatementArguments
         )
     }
 }

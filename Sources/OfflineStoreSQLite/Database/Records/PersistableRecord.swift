@@ -89,9 +89,7 @@ extension PersistableRecord {
         guard statement.parameterCount == container.values.count else {
             throw statement.argumentCountError(given: container.values.count, arguments: container.values)
         }
-        for index in container.values.indices {
-            try statement.bind(container.values[index], toParameter: index + 1)
-        }
+        try statement.bind(positional: container.values)
         try statement.runToCompletion(arguments: container.values)
     }
 }

@@ -3,44 +3,41 @@
 /// use. Kept per connection and record type, for as long as the type encodes the same columns, so a
 /// write looks nothing up by name.
 final class RecordWritePlan {
-    let table: String
+    let table: RecordTable
     /// The columns as the record encodes them.
     let columns: [String]
     /// The positions in ``columns`` of the key's columns, in key order.
     let keyIndices: [Int]
     /// The positions of the other columns.
     let otherIndices: [Int]
-    /// The key's columns as the table names them, in key order.
-    let keyColumns: [String]
-    var update: Statement?
-    var upsert: Statement?
-    var delete: Statement?
-    var exists: Statement?
+    private var update: Statement?
+    private var upsert: Statement?
 
-    init(type: any PersistableRecord.Type, columns: [String], keyColumns: [String]) throws {
-        table = type.databaseTableName
+    init(type: any PersistableRecord.Type, columns: [String], table: RecordTable) throws {
+        self.table = table
         self.columns = columns
-        self.keyColumns = keyColumns
-        keyIndices = try keyColumns.map { keyColumn in
+        let keyIndices = try table.keyColumns.map { keyColumn in
             guard let index = columns.firstIndex(where: { $0.lowercased() == keyColumn.lowercased() }) else {
                 throw DatabaseError.misuse(
-                    "\(type) encodes no \(keyColumn), a column of the primary key of \(type.databaseTableName): add it "
-                        + "to the record, or check its coding keys")
+                    "\(type) encodes no \(keyColumn), a column of the primary key of \(table.name): add it to the "
+                        + "record, or check its coding keys")
             }
             return index
         }
-        otherIndices = columns.indices.filter { index in
-            !keyColumns.contains { $0.lowercased() == columns[index].lowercased() }
-        }
+        self.keyIndices = keyIndices
+        otherIndices = columns.indices.filter { !keyIndices.contains($0) }
     }
+
+    /// The record's key values, in key order.
+    func key(of values: [DatabaseValue]) -> [DatabaseValue] { keyIndices.map { values[$0] } }
 
     /// `UPDATE table SET others = ? WHERE key = ?`: the others bound first, then the key.
     func updateStatement(_ db: Database) throws -> Statement {
         if let update { return update }
         let statement = try db.makeStatement(
-            "UPDATE \(quoteIdentifier(table)) SET "
+            "UPDATE \(quoteIdentifier(table.name)) SET "
                 + otherIndices.map { "\(quoteIdentifier(columns[$0])) = ?" }.joined(separator: ", ")
-                + " WHERE \(db.keyCondition(keyColumns))")
+                + " WHERE \(table.keyCondition)")
         update = statement
         return statement
     }
@@ -56,9 +53,9 @@ final class RecordWritePlan {
                 + otherIndices.map { "\(quoteIdentifier(columns[$0])) = excluded.\(quoteIdentifier(columns[$0]))" }
                 .joined(separator: ", ")
         let statement = try db.makeStatement(
-            "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
+            "INSERT INTO \(quoteIdentifier(table.name)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) "
                 + "VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", "))) "
-                + "ON CONFLICT (\(keyColumns.map(quoteIdentifier).joined(separator: ", "))) DO \(action)")
+                + "ON CONFLICT (\(table.keyColumns.map(quoteIdentifier).joined(separator: ", "))) DO \(action)")
         upsert = statement
         return statement
     }
@@ -69,8 +66,7 @@ extension Database {
     func recordWritePlan(for type: any PersistableRecord.Type, columns: [String]) throws -> RecordWritePlan {
         let id = ObjectIdentifier(type)
         if let plan = recordWritePlans[id], plan.columns == columns { return plan }
-        let plan = try RecordWritePlan(
-            type: type, columns: columns, keyColumns: try primaryKeyColumns(of: type.databaseTableName))
+        let plan = try RecordWritePlan(type: type, columns: columns, table: try recordTable(type.databaseTableName))
         recordWritePlans[id] = plan
         return plan
     }

@@ -25,26 +25,26 @@ public typealias RecordKeyValues = [String: any DatabaseValueConvertible]
 extension TableRecord {
     /// Whether a row has this single-column primary key.
     public static func exists(_ db: Database, key: some DatabaseValueConvertible) throws -> Bool {
-        try db.recordKeyed(
-            .exists, Self.databaseTableName, values: db.keyValues(single: key.databaseValue, of: Self.self))
+        try db.recordTable(Self.databaseTableName).run(
+            .exists, key: db.keyValues(single: key.databaseValue, of: Self.self), db)
     }
 
     /// Whether a row has this primary key, its columns named.
     public static func exists(_ db: Database, key: RecordKeyValues) throws -> Bool {
-        try db.recordKeyed(.exists, Self.databaseTableName, values: db.keyValues(named: key, of: Self.self))
+        try db.recordTable(Self.databaseTableName).run(.exists, key: db.keyValues(named: key, of: Self.self), db)
     }
 
     /// Deletes the row with this single-column primary key; whether there was one.
     @discardableResult
     public static func deleteOne(_ db: Database, key: some DatabaseValueConvertible) throws -> Bool {
-        try db.recordKeyed(
-            .delete, Self.databaseTableName, values: db.keyValues(single: key.databaseValue, of: Self.self))
+        try db.recordTable(Self.databaseTableName).run(
+            .delete, key: db.keyValues(single: key.databaseValue, of: Self.self), db)
     }
 
     /// Deletes the row with this primary key, its columns named; whether there was one.
     @discardableResult
     public static func deleteOne(_ db: Database, key: RecordKeyValues) throws -> Bool {
-        try db.recordKeyed(.delete, Self.databaseTableName, values: db.keyValues(named: key, of: Self.self))
+        try db.recordTable(Self.databaseTableName).run(.delete, key: db.keyValues(named: key, of: Self.self), db)
     }
 
     /// Deletes the rows with these single-column primary keys; how many there were.
@@ -91,29 +91,10 @@ extension TableRecord where Self: FetchableRecord {
     }
 }
 
-/// What a statement by primary key does.
-enum RecordKeyedOperation {
-    case exists, delete
-}
-
 extension Database {
-    /// The primary key columns of `table`, in key order; throws for a table without one.
-    func primaryKeyColumns(of table: String) throws -> [String] {
-        if let known = recordPrimaryKeys[table] { return known }
-        let columns = try self.columns(in: table).filter { $0.primaryKeyPosition > 0 }
-            .sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map(\.name)
-        guard !columns.isEmpty else {
-            throw DatabaseError.misuse(
-                "table \(table) has no PRIMARY KEY: its records cannot be updated, deleted or fetched by key; declare "
-                    + "one in its TableDefinition")
-        }
-        recordPrimaryKeys[table] = columns
-        return columns
-    }
-
     /// A single key's value, for a table whose key has one column.
     func keyValues(single value: DatabaseValue, of type: any TableRecord.Type) throws -> [DatabaseValue] {
-        let columns = try primaryKeyColumns(of: type.databaseTableName)
+        let columns = try recordTable(type.databaseTableName).keyColumns
         guard columns.count == 1 else {
             throw DatabaseError.misuse(
                 "the primary key of \(type.databaseTableName) has \(columns.count) columns "
@@ -125,7 +106,7 @@ extension Database {
     /// A named key's values in key order; throws naming a column missing or not of the key.
     func keyValues(named key: RecordKeyValues, of type: any TableRecord.Type) throws -> [DatabaseValue] {
         let table = type.databaseTableName
-        let columns = try primaryKeyColumns(of: table)
+        let columns = try recordTable(table).keyColumns
         var byName: [String: DatabaseValue] = [:]
         for (name, value) in key { byName[name.lowercased()] = value.databaseValue }
         if let unknown = key.keys.sorted().first(where: { name in
@@ -142,35 +123,11 @@ extension Database {
         }
     }
 
-    /// `WHERE k1 = ? AND k2 = ?` over the table's key columns.
-    func keyCondition(_ columns: [String]) -> String {
-        columns.map { "\(quoteIdentifier($0)) = ?" }.joined(separator: " AND ")
-    }
-
-    /// Runs an existence check or a delete by key, with a cached statement.
-    func recordKeyed(_ operation: RecordKeyedOperation, _ table: String, values: [DatabaseValue]) throws -> Bool {
-        let condition = keyCondition(try primaryKeyColumns(of: table))
-        let statement = try cachedStatement(
-            operation == .delete
-                ? "DELETE FROM \(quoteIdentifier(table)) WHERE \(condition)"
-                : "SELECT 1 FROM \(quoteIdentifier(table)) WHERE \(condition)")
-        for (index, value) in values.enumerated() { try statement.bind(value, toParameter: index + 1) }
-        if operation == .delete {
-            try statement.runToCompletion(arguments: values)
-            return changesCount > 0
-        }
-        let cursor = RowCursor(statement: statement, arguments: values)
-        return try withExtendedLifetime(cursor) { try cursor.next() != nil }
-    }
-
-    /// The row with this key as a record, with a cached statement.
+    /// The row with this key as a record.
     func fetchRecord<Record: FetchableRecord & TableRecord>(_ type: Record.Type, values: [DatabaseValue]) throws
         -> Record?
     {
-        let table = Record.databaseTableName
-        let statement = try cachedStatement(
-            "SELECT * FROM \(quoteIdentifier(table)) WHERE \(keyCondition(try primaryKeyColumns(of: table)))")
-        for (index, value) in values.enumerated() { try statement.bind(value, toParameter: index + 1) }
+        let statement = try recordTable(Record.databaseTableName).statement(.select, key: values, self)
         let cursor = RowCursor(statement: statement, arguments: values)
         return try withExtendedLifetime(cursor) {
             guard let row = try cursor.next() else { return nil }
