@@ -4,7 +4,8 @@ import Foundation
 // ostore-server COMMAND [options]: the reference sync server. Each command is a `Command` in its own file.
 
 let commands: [any Command.Type] = [
-    ServeCommand.self, DatasetCommand.self, TokenCommand.self, RestoreCommand.self, CursorKeysCommand.self,
+    ServeCommand.self, DatasetCommand.self, TokenCommand.self, RulesCommand.self, RestoreCommand.self,
+    CursorKeysCommand.self,
 ]
 
 exit(

@@ -1,0 +1,94 @@
+import CommandLineTool
+import Foundation
+import SyncProtocol
+import SyncServer
+
+/// `ostore-server rules check --dataset NAME FILE` and `rules check --schema SCHEMA FILE`.
+enum RulesCommand: Command {
+    static let name = "rules"
+    static let synopsis = "check (--dataset NAME [--data DIR | --postgres URL] | --schema SCHEMA) FILE"
+    static let summary = "Check a scope rules file (who reads and writes which rows) against a dataset's schema."
+    static let options =
+        StorageLocation.options + [
+            CommandOption(
+                name: "--dataset", valueName: "NAME",
+                help: "check against the newest schema the dataset's devices announced with their definition"),
+            CommandOption(
+                name: "--schema", valueName: "SCHEMA",
+                help: "check against this file instead: a schema definition as a hello carries it ({\"tables\": […]})"),
+        ]
+    static let details = """
+        FILE is a rules file, JSON of the form Protocol/schemas/scope-rules.json describes; the guide
+        is docs/scoped-sync.md. The check reads the file by the protocol's strict JSON rules and then
+        lists every rule that does not fit the schema, naming the rule and the table or column:
+        names the schema lacks, synced tables without rules, a subject or claim compared with a
+        column that does not keep text, memberships of another affinity than the column they
+        select, parent filters without a foreign key to the parent's primary key, and parent
+        filters in a circle.
+
+        exit status: 0 the rules fit, 1 they do not (each problem on its own line), 2 usage,
+        storage or file error
+        """
+
+    static func run(_ arguments: ParsedArguments) -> ExitStatus {
+        guard arguments.positionals.count == 2, arguments.positionals[0] == "check" else {
+            Console.error("usage: ostore-server rules \(synopsis)")
+            return .failure
+        }
+        let path = arguments.positionals[1]
+        let rules: ScopeRules
+        do {
+            rules = try ScopeRules.read(from: try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch let problem as ScopeRuleProblem {
+            Console.error("ostore-server rules check: \(path): \(problem)")
+            return .findings
+        } catch {
+            Console.error("ostore-server rules check: \(path) cannot be read: \(error.localizedDescription)")
+            return .failure
+        }
+        guard let (definition, against) = schema(arguments) else { return .failure }
+        let problems = rules.problems(against: definition)
+        guard problems.isEmpty else {
+            Console.error("ostore-server rules check: \(path) does not fit \(against):")
+            for problem in problems { Console.error("  \(problem)") }
+            return .findings
+        }
+        let filters = rules.tables.values.reduce(0) { $0 + $1.read.count + $1.write.count }
+        Console.output("\(path) fits \(against): \(rules.tables.count) tables, \(filters) filters")
+        return .success
+    }
+
+    /// The definition to check against and how to name it; nil after printing why when there is
+    /// none.
+    private static func schema(_ arguments: ParsedArguments) -> (SchemaDefinition, String)? {
+        switch (arguments.values["--dataset"], arguments.values["--schema"]) {
+        case (let dataset?, nil):
+            guard let storage = StorageLocation.open(arguments, command: name) else { return nil }
+            do {
+                guard
+                    let (version, definition) = try storage.schemaDefinitions(of: dataset).max(by: { $0.key < $1.key })
+                else {
+                    Console.error(
+                        "ostore-server rules check: no device of dataset \(dataset) has announced its schema's "
+                            + "definition yet; sync one, or check against a definition with --schema SCHEMA")
+                    return nil
+                }
+                return (definition, "dataset \(dataset)'s schema \(version)")
+            } catch {
+                Console.error("ostore-server rules check: \(error)")
+                return nil
+            }
+        case (nil, let path?):
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path))
+                return (try JSONDecoder().decode(SchemaDefinition.self, from: data), "the schema in \(path)")
+            } catch {
+                Console.error("ostore-server rules check: \(path) is not a schema definition: \(error)")
+                return nil
+            }
+        default:
+            Console.error("ostore-server rules check: give --dataset NAME or --schema SCHEMA, one of them")
+            return nil
+        }
+    }
+}
