@@ -18,4 +18,7 @@ import OfflineStoreSQLite
 public protocol MigrationPlan {
     static var schemas: [any VersionedSchema.Type] { get }
     static var stages: [MigrationStage] { get }
+    /// The app's record types declared by their models (``ModelRecord``), whose coding keys the
+    /// migrator checks against the latest schema's tables when it is made; none by default.
+    static var records: [any ModelRecord.Type] { get }
 }

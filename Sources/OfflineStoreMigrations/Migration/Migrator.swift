@@ -62,6 +62,14 @@ public struct Migrator: Sendable {
         }
         steps = try Self.validatedSteps(schemas: schemas, stages: stages)
         planTableKeys = Set(steps.flatMap { $0.target.tables.map { $0.name.lowercased() } })
+        // The records are the app's current code: an older release, simulated, had its own.
+        if releasedUpTo == nil {
+            for record in plan.records {
+                if let (message, fix) = record.problem(against: steps[steps.count - 1].target) {
+                    throw MigrationError(.invalidPlan, message, fix: fix)
+                }
+            }
+        }
     }
 
     private static func validatedSteps(

@@ -32,12 +32,13 @@ enum TodoSchemaV1: VersionedSchema {
 enum TodoPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [TodoSchemaV1.self]
     static let stages: [MigrationStage] = []
+    static let records: [any ModelRecord.Type] = [Todo.self]  // checked against the latest schema
 }
 // start-schema:end
 
 // start-record:begin
-struct Todo: Codable, FetchableRecord, PersistableRecord {
-    static let databaseTableName = "todos"
+struct Todo: Codable, FetchableRecord, PersistableRecord, ModelRecord {
+    typealias Model = TodoSchemaV1.Todos  // its table, declared once
     var id = UUID().uuidString
     var title: String
     var done = false
