@@ -1,5 +1,6 @@
 import Foundation
 import SyncProtocol
+import TestSupport
 import Testing
 
 /// The server stores each pushed change as ``CanonicalJSONWriter`` writes it and pulls send those
@@ -23,7 +24,7 @@ struct CanonicalJSONWriterTests {
     }
 
     @Test func randomChangesAreWrittenAsTheEncoderWritesThem() throws {
-        var random = SplitMix64(seed: 0xca11)
+        var random = SeededGenerator(seed: 0xca11)
         for _ in 0..<3_000 { try expectSameBytes(RandomChanges.change(&random)) }
     }
 
@@ -55,7 +56,7 @@ struct CanonicalJSONWriterTests {
     /// Whole doubles below 2^53 are written as integers without formatting the double: up to
     /// the bound and past it, each must be what the encoder writes.
     @Test func wholeRealsAreWrittenAsTheEncoderWritesThem() throws {
-        var random = SplitMix64(seed: 0x2053)
+        var random = SeededGenerator(seed: 0x2053)
         var reals: [Double] = [
             1, -1, 1e15, 1e15 - 1, 1e16, 9_007_199_254_740_991, 9_007_199_254_740_992, -9_007_199_254_740_991,
         ]
@@ -131,14 +132,14 @@ struct CanonicalJSONWriterTests {
     /// The messages of the vector files whose names start with `prefix` (at least `minimum` of
     /// them) and 200 random ones: each, as `write` has the writer write it, is what the encoder writes.
     private func expectSameBytes<Message: Codable>(
-        vectors prefix: String, atLeast minimum: Int, seed: UInt64, random make: (inout SplitMix64) -> Message,
+        vectors prefix: String, atLeast minimum: Int, seed: UInt64, random make: (inout SeededGenerator) -> Message,
         write: (inout CanonicalJSONWriter, Message) throws -> Void
     ) throws {
         var messages = try ProtocolFiles.messageVectorFileNames.filter { $0.hasPrefix(prefix) }.map { name in
             try ProtocolJSON.decode(Message.self, from: ProtocolFiles.data("vectors/\(name)"), limits: .standard)
         }
         #expect(messages.count >= minimum)
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         for _ in 0..<200 { messages.append(make(&random)) }
         for message in messages {
             var writer = CanonicalJSONWriter()
@@ -162,7 +163,7 @@ enum RandomChanges {
     /// Names a client writes without escapes.
     static let plainNames = names.filter { !$0.contains("\"") && !$0.contains("\t") }
 
-    static func change(_ random: inout SplitMix64, names: [String] = names) -> Change {
+    static func change(_ random: inout SeededGenerator, names: [String] = names) -> Change {
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
         var key: [String: WireValue] = [:]
         for _ in 0..<(1 + Int(random.next() % 2)) { key[pick(names)] = value(&random) }
@@ -178,7 +179,7 @@ enum RandomChanges {
             seq: Int64(bitPattern: random.next()) >> (random.next() % 64))
     }
 
-    static func value(_ random: inout SplitMix64) -> WireValue {
+    static func value(_ random: inout SeededGenerator) -> WireValue {
         switch random.next() % 8 {
         case 0: return .null
         case 1: return .integer(Int64(bitPattern: random.next()) >> (random.next() % 64))
@@ -196,7 +197,7 @@ enum RandomChanges {
         }
     }
 
-    static func text(_ random: inout SplitMix64) -> String {
+    static func text(_ random: inout SeededGenerator) -> String {
         let ranges: [ClosedRange<UInt32>] = [
             0...0x1F, 0x20...0x7F, 0x20...0x7F, 0x80...0x7FF, 0x3000...0x9FFF, 0x1F300...0x1FAFF,
         ]

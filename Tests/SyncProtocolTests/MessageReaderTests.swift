@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncProtocol
@@ -11,7 +12,7 @@ import Testing
 @Suite("Push request reader")
 struct MessageReaderTests {
     @Test func ordinaryPushesAreReadInOnePass() throws {
-        var random = SplitMix64(seed: 0x9e11)
+        var random = SeededGenerator(seed: 0x9e11)
         for _ in 0..<200 {
             let body = try RandomPushes.body(&random, names: RandomChanges.plainNames)
             let push = try #require(
@@ -93,7 +94,7 @@ struct MessageReaderTests {
     }
 
     @Test func looselyWrittenPushesGetTheStrictReadersAnswer() throws {
-        var random = SplitMix64(seed: 0x1005e)
+        var random = SeededGenerator(seed: 0x1005e)
         for _ in 0..<200 {
             let canonical = try RandomPushes.body(&random)
             let loose = try JSONSerialization.data(
@@ -105,7 +106,7 @@ struct MessageReaderTests {
     /// Truncations, replaced and inserted bytes, and edits aimed at what the one-pass reader
     /// handles itself (escapes, number forms, repeated and unknown members, nulls, depth).
     @Test func corruptedPushesGetTheStrictReadersAnswer() throws {
-        var random = SplitMix64(seed: 0xbadb0d1)
+        var random = SeededGenerator(seed: 0xbadb0d1)
         let replacements = Array(#"{}[],:"\ 0123456789-+.eEnul/ftrxé"#.utf8) + [0x00, 0x0A, 0x1F, 0x80, 0xC3, 0xFF]
         let edits: [(String, String)] = [
             (#""seq":"#, #""seq":1.0,"x":"#), (#""seq":"#, #""seq":-0,"y":"#), (#""seq":"#, #""seq":1e2,"z":"#),
@@ -160,7 +161,7 @@ struct MessageReaderTests {
     /// Bodies assembled slot by slot: each form of each slot in an otherwise ordinary body, then
     /// random mixtures; every form must be read exactly as the strict reader reads it, or left to it.
     @Test func everyFormOfEverySlotGetsTheStrictReadersAnswer() throws {
-        var random = SplitMix64(seed: 0x5107)
+        var random = SeededGenerator(seed: 0x5107)
         for (slot, forms) in PushSlots.slots {
             for form in forms {
                 for (limit, ordinary) in [(32, true), (5, true), (4, true), (32, false)] {
@@ -174,7 +175,7 @@ struct MessageReaderTests {
             }
         }
         var readInOnePass = 0
-        var chooser = SplitMix64(seed: 0xc40)
+        var chooser = SeededGenerator(seed: 0xc40)
         for _ in 0..<3_000 {
             let body = Data(
                 PushSlots.body(&random) { _, forms in
@@ -189,7 +190,7 @@ struct MessageReaderTests {
     /// Keys as a server stores them (canonical JSON) and every value form: the one-pass reading
     /// gives what `JSONDecoder` gives, or the same refusal.
     @Test func keysAndColumnsReadAsJSONDecoderReadsThem() throws {
-        var random = SplitMix64(seed: 0x4e75)
+        var random = SeededGenerator(seed: 0x4e75)
         var texts: [String] = []
         for _ in 0..<500 { texts.append(try RandomChanges.change(&random).canonicalKeyJSON()) }
         for form in PushSlots.valueForms { texts.append(#"{"id":"# + form + "}") }
@@ -214,7 +215,7 @@ struct MessageReaderTests {
     /// strings and sites that differ in one byte only, or in case only, must each be read as
     /// written, in any order.
     @Test func nearlyRepeatedStringsAndSitesAreEachReadAsWritten() throws {
-        var random = SplitMix64(seed: 0x5eed)
+        var random = SeededGenerator(seed: 0x5eed)
         let site = SiteID(bytes: Data(repeating: 0xab, count: 16))!
         let sites = [site, SiteID(bytes: Data(repeating: 0xab, count: 15) + Data([0xac]))!]
         let long = "00000000-0000-4000-8000-000000000000"
@@ -248,7 +249,7 @@ struct MessageReaderTests {
     /// Numbers of up to 15 digits without an exponent are read without `strtod`: each must be the
     /// double `strtod` (Swift's `Double(_:)`) gives, bit for bit.
     @Test func shortRealsAreTheDoublesStrtodGives() throws {
-        var random = SplitMix64(seed: 0xd0b1e)
+        var random = SeededGenerator(seed: 0xd0b1e)
         var texts = ["0", "-0", "0.0", "-0.000", "1", "999999999999999", "-999999999999999", "0.000000000000001"]
         texts += ["1700000000", "1700000123.5", "123456789.012345", "0.1", "0.3", "2.675", "9007199254740.99"]
         for _ in 0..<20_000 {
@@ -309,7 +310,7 @@ struct MessageReaderTests {
 
 enum RandomPushes {
     /// A push of up to 8 random changes of one site, as `ProtocolJSON.encode` writes it.
-    static func body(_ random: inout SplitMix64, names: [String] = RandomChanges.names) throws -> Data {
+    static func body(_ random: inout SeededGenerator, names: [String] = RandomChanges.names) throws -> Data {
         let site = SiteID(bytes: Data((0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }))!
         var changes: [Change] = []
         for index in 0..<Int(random.next() % 9) {
@@ -381,7 +382,7 @@ enum PushSlots {
     /// A push whose slots `choose` fills from their forms; `random` decides the layout (white
     /// space, member order, and unless `ordinary`, extra and missing members, how `columns` is
     /// written).
-    static func body(_ random: inout SplitMix64, ordinary: Bool = false, choose: (String, [String]) -> String)
+    static func body(_ random: inout SeededGenerator, ordinary: Bool = false, choose: (String, [String]) -> String)
         -> String
     {
         func space() -> String { ["", "", "", " ", "\n\t", "\r\n "][Int(random.next() % 6)] }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncProtocol
@@ -11,7 +12,7 @@ struct PlainValidityTests {
     static let now: Int64 = 1_764_000_000_000
 
     @Test func theShortcutVouchesOnlyForChangesTheFullRulesAccept() {
-        var random = SplitMix64(seed: 0x7a11d)
+        var random = SeededGenerator(seed: 0x7a11d)
         let names = [
             "id", "ID", "Id", "title", "TITLE", "done", "_x", "a1", "1a", "a b", "é", "x;y", "",
             String(repeating: "n", count: 129),

@@ -8,41 +8,7 @@ import Testing
 /// the rows themselves.
 @Suite("Scope rules")
 struct ScopeRulesTests {
-    /// Lists with an owner, shared through a membership table; reminders belong to a list; a
-    /// team's notice board is read by the team; tags are everyone's.
-    static let definition = SchemaDefinition(tables: [
-        .init(
-            name: "lists", isStrict: true,
-            columns: [
-                .init(name: "id", type: "TEXT", isNotNull: true, primaryKeyPosition: 1),
-                .init(name: "ownerID", type: "TEXT"),
-                .init(name: "name", type: "TEXT"),
-                .init(name: "position", type: "INTEGER"),
-            ]),
-        .init(
-            name: "listMembers", isStrict: true,
-            columns: [
-                .init(name: "listID", type: "TEXT", isNotNull: true, primaryKeyPosition: 1),
-                .init(name: "userID", type: "TEXT", isNotNull: true, primaryKeyPosition: 2),
-            ],
-            foreignKeys: [.init(columns: ["listID"], parentTable: "lists", parentColumns: ["id"])]),
-        .init(
-            name: "reminders", isStrict: true,
-            columns: [
-                .init(name: "id", type: "TEXT", isNotNull: true, primaryKeyPosition: 1),
-                .init(name: "listID", type: "TEXT"),
-                .init(name: "title", type: "TEXT"),
-                .init(name: "isDone", type: "INTEGER"),
-            ],
-            foreignKeys: [.init(columns: ["listID"], parentTable: "lists", parentColumns: ["id"])]),
-        .init(
-            name: "notices",
-            columns: [
-                .init(name: "id", type: "INTEGER", isNotNull: true, primaryKeyPosition: 1),
-                .init(name: "team", type: "VARCHAR(40)"),
-            ]),
-        .init(name: "tags", columns: [.init(name: "name", type: "TEXT", isNotNull: true, primaryKeyPosition: 1)]),
-    ])
+    static let definition = SharedListsSchema.definition
 
     static let rulesFile = """
         {
@@ -371,7 +337,7 @@ struct ScopeRulesTests {
     /// exist), notices and tags: for every subject, table and row, the buckets decide as the
     /// oracle does.
     @Test(arguments: 0..<40) func bucketsDecideScopesAsTheRulesSay(seed: UInt64) throws {
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let users = ["alice", "bob", "carol", "dave"]
         let teams = ["blue", "red"]
         var dataset: Dataset = [:]
@@ -423,6 +389,6 @@ struct ScopeRulesTests {
     }
 }
 
-extension SplitMix64 {
+extension SeededGenerator {
     mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

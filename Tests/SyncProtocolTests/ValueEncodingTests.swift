@@ -1,5 +1,6 @@
 import Foundation
 import SyncProtocol
+import TestSupport
 import Testing
 
 /// The value encoding must carry all five SQLite storage classes exactly (64-bit integers,
@@ -60,7 +61,7 @@ struct ValueEncodingTests {
 
     /// Every Int64, however far past 2^53, survives: the decimal string is exact.
     @Test func randomIntegersRoundTrip() throws {
-        var random = SplitMix64(seed: 0x5eed)
+        var random = SeededGenerator(seed: 0x5eed)
         let edges: [Int64] = [.min, .min + 1, -1, 0, 1, .max - 1, .max, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1]
         for integer in edges + (0..<2_000).map({ _ in Int64(bitPattern: random.next()) }) {
             try expectRoundTrip(.integer(integer))
@@ -70,7 +71,7 @@ struct ValueEncodingTests {
     /// Every finite double and both infinities survive bit for bit, whatever the bit pattern
     /// (subnormals, negative zero, extremes); NaN patterns are skipped, having no encoding.
     @Test func randomRealsRoundTripBitForBit() throws {
-        var random = SplitMix64(seed: 0xdb1)
+        var random = SeededGenerator(seed: 0xdb1)
         let edges: [Double] = [
             0, -0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude,
             -.greatestFiniteMagnitude, .infinity, -.infinity, 0.1, 1e16, Double((Int64(1) << 53) + 1),
@@ -86,7 +87,7 @@ struct ValueEncodingTests {
     }
 
     @Test func randomTextRoundTrips() throws {
-        var random = SplitMix64(seed: 0x7e47)
+        var random = SeededGenerator(seed: 0x7e47)
         // Control characters, quotes, backslashes, slashes, ASCII, Latin, CJK and astral scalars.
         let ranges: [ClosedRange<UInt32>] = [0...0x1F, 0x20...0x7F, 0x80...0x7FF, 0x3000...0x9FFF, 0x1F300...0x1FAFF]
         for _ in 0..<500 {
@@ -101,7 +102,7 @@ struct ValueEncodingTests {
     }
 
     @Test func randomBlobsRoundTrip() throws {
-        var random = SplitMix64(seed: 0xb10b)
+        var random = SeededGenerator(seed: 0xb10b)
         for length in 0..<200 {
             let bytes = Data((0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) })
             try expectRoundTrip(.blob(bytes))
@@ -111,7 +112,7 @@ struct ValueEncodingTests {
     /// One integer has one text: a sign other than a lone leading '-', or a leading zero, is
     /// refused even though the number it spells is in range.
     @Test func integersHaveOneTextOnly() throws {
-        var random = SplitMix64(seed: 0x1)
+        var random = SeededGenerator(seed: 0x1)
         for _ in 0..<500 {
             let integer = Int64(bitPattern: random.next()) >> (random.next() % 64)
             let text = String(integer)
@@ -148,21 +149,5 @@ struct ValueEncodingTests {
 
     private func sign(of value: WireValue) -> FloatingPointSign? {
         if case .real(let real) = value { real.sign } else { nil }
-    }
-}
-
-/// A small seeded generator, so random cases are the same on every run and a failure reproduces.
-/// See <https://prng.di.unimi.it/splitmix64.c>.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

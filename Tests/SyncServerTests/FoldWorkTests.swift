@@ -30,7 +30,8 @@ struct FoldWorkTests {
             ], firstSerial: 1, datasetID: 1)
         try work.add([change("notes", "a", seq: 8)], firstSerial: 1, datasetID: 0)
         var rows: [(datasetID: Int64, table: String, key: String, clocks: [Int64])] = []
-        try work.forEachRow { datasetID, changes in
+        try work.forEachRow { datasetID, changes, serials in
+            #expect(serials.count == changes.count && serials == serials.sorted())
             rows.append(
                 (
                     datasetID, changes[0].table, changes[0].key,
@@ -62,7 +63,7 @@ struct FoldWorkTests {
                 change("notes", "x", seq: 3),
             ], firstSerial: 1, datasetID: 1)
         var rows: [[UInt8]] = []
-        try work.forEachRow { _, changes in
+        try work.forEachRow { _, changes, _ in
             #expect(changes.count == 1)
             rows.append(Array(changes[0].key.utf8))
         }

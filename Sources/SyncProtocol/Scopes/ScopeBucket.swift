@@ -28,14 +28,14 @@ public struct ScopeBucket: Sendable, Hashable, Comparable, CustomStringConvertib
 
     static let everyone = ScopeBucket(kind: "everyone", value: "")
 
-    static func kind(of value: ScopeRules.IdentityValue) -> String {
+    public static func kind(of value: ScopeRules.IdentityValue) -> String {
         switch value {
         case .subject: "subject"
         case .claim(let name): "claim \(name)"
         }
     }
 
-    static func kind(of membership: ScopeRules.Membership) -> String {
+    public static func kind(of membership: ScopeRules.Membership) -> String {
         "in \(membership.table).\(membership.selectColumn) where \(membership.whereColumn) = "
             + kind(of: membership.equals)
     }

@@ -51,21 +51,18 @@ public struct ScopeEvaluator: Sendable {
         self.filters = filters
     }
 
-    /// The buckets a row of `table` whose columns hold `values` is in for `access`: none for a
-    /// table the rules do not name. `parentBuckets` gives the buckets of the parent row of
-    /// `table` (for `access`) whose key is the values given, nil when there is no such row.
-    public func buckets(
-        _ access: ScopeRules.Access, of table: String, values: (String) -> WireValue?,
-        parentBuckets: (_ table: String, _ key: [String: WireValue]) -> Set<ScopeBucket>?
-    ) -> Set<ScopeBucket> {
-        var buckets: Set<ScopeBucket> = []
+    /// What puts a row of `table` whose columns hold `values` in scopes of `access`: the buckets
+    /// its own columns put it in, and the parent rows whose scopes it shares. None for a table
+    /// the rules do not name.
+    public func links(_ access: ScopeRules.Access, of table: String, values: (String) -> WireValue?) -> RowLinks {
+        var links = RowLinks()
         for filter in filters[access]?[table] ?? [] {
             switch filter {
             case .everyone:
-                buckets.insert(.everyone)
+                links.buckets.insert(.everyone)
             case .equals(let column, let kind), .member(let column, let kind):
                 if let value = values(column).flatMap(ScopeBucket.valueText) {
-                    buckets.insert(ScopeBucket(kind: kind, value: value))
+                    links.buckets.insert(ScopeBucket(kind: kind, value: value))
                 }
             case .parent(let parent, let key):
                 var parentKey: [String: WireValue] = [:]
@@ -73,20 +70,56 @@ public struct ScopeEvaluator: Sendable {
                     guard let value = values(column), value != .null else { break }
                     parentKey[parentColumn] = value
                 }
-                guard parentKey.count == key.count else { continue }
-                buckets.formUnion(parentBuckets(parent, parentKey) ?? [])
+                if parentKey.count == key.count { links.parents.insert(RowLinks.Parent(table: parent, key: parentKey)) }
             }
         }
+        return links
+    }
+
+    /// The buckets a row of `table` whose columns hold `values` is in for `access`: its own, and
+    /// those `parentBuckets` gives for each of its parent rows (nil when there is no such row).
+    public func buckets(
+        _ access: ScopeRules.Access, of table: String, values: (String) -> WireValue?,
+        parentBuckets: (_ table: String, _ key: [String: WireValue]) -> Set<ScopeBucket>?
+    ) -> Set<ScopeBucket> {
+        let links = links(access, of: table, values: values)
+        var buckets = links.buckets
+        for parent in links.parents { buckets.formUnion(parentBuckets(parent.table, parent.key) ?? []) }
         return buckets
     }
 
-    /// The buckets `identity` may `access`; none for an identity without a subject, which stands
-    /// outside scopes (``ScopeIdentity``). `membershipValues` gives the values of a membership's
-    /// select column in its table's live rows whose where column holds `member`.
-    public func grantedBuckets(
-        _ access: ScopeRules.Access, to identity: ScopeIdentity,
-        membershipValues: (_ membership: ScopeRules.Membership, _ member: String) -> [WireValue]
-    ) -> Set<ScopeBucket> {
+    /// The memberships `access`'s filters read, each once.
+    public func memberships(_ access: ScopeRules.Access) -> [ScopeRules.Membership] {
+        var found: [ScopeRules.Membership] = []
+        for table in rules.tables.keys.sorted() {
+            for case .member(_, let membership) in rules.tables[table]!.filters(access)
+            where !found.contains(membership) {
+                found.append(membership)
+            }
+        }
+        return found
+    }
+
+    /// What a live row of `table` whose columns hold `values` grants as a row of a membership of
+    /// either access: for each membership of that table, the bucket its select column names, to
+    /// the subjects (or claims) its where column holds as text.
+    public func membershipGrants(ofRowIn table: String, values: (String) -> WireValue?) -> Set<MembershipGrant> {
+        var grants: Set<MembershipGrant> = []
+        for access in ScopeRules.Access.allCases {
+            for membership in memberships(access) where membership.table == table {
+                guard case .text(let member)? = values(membership.whereColumn),
+                    let value = values(membership.selectColumn).flatMap(ScopeBucket.valueText)
+                else { continue }
+                grants.insert(MembershipGrant(kind: ScopeBucket.kind(of: membership), member: member, value: value))
+            }
+        }
+        return grants
+    }
+
+    /// The buckets `identity` may `access` whatever the rows hold: everyone's, and those of its
+    /// subject and claims. None for an identity without a subject, which stands outside scopes
+    /// (``ScopeIdentity``).
+    public func fixedBuckets(_ access: ScopeRules.Access, for identity: ScopeIdentity) -> Set<ScopeBucket> {
         guard identity.subject != nil else { return [] }
         var buckets: Set<ScopeBucket> = []
         for table in rules.tables.values {
@@ -95,25 +128,69 @@ public struct ScopeEvaluator: Sendable {
                 case .everyone:
                     buckets.insert(.everyone)
                 case .equals(_, let value):
-                    if let text = identity.text(of: value) {
-                        buckets.insert(
-                            ScopeBucket(kind: ScopeBucket.kind(of: value), value: ScopeBucket.valueText(.text(text))!))
+                    if let text = identity.text(of: value), let bucketValue = ScopeBucket.valueText(.text(text)) {
+                        buckets.insert(ScopeBucket(kind: ScopeBucket.kind(of: value), value: bucketValue))
                     }
-                case .member(_, let membership):
-                    guard let member = identity.text(of: membership.equals) else { continue }
-                    let kind = ScopeBucket.kind(of: membership)
-                    for value in membershipValues(membership, member) {
-                        if let text = ScopeBucket.valueText(value) {
-                            buckets.insert(ScopeBucket(kind: kind, value: text))
-                        }
-                    }
-                case .parent:
+                case .member, .parent:
                     break
                 }
             }
         }
         return buckets
     }
+
+    /// The buckets `identity` may `access`: ``fixedBuckets(_:for:)`` and, for each membership,
+    /// the buckets of the values `membershipValues` finds in its table's live rows whose where
+    /// column holds `member`.
+    public func grantedBuckets(
+        _ access: ScopeRules.Access, to identity: ScopeIdentity,
+        membershipValues: (_ membership: ScopeRules.Membership, _ member: String) -> [WireValue]
+    ) -> Set<ScopeBucket> {
+        guard identity.subject != nil else { return [] }
+        var buckets = fixedBuckets(access, for: identity)
+        for membership in memberships(access) {
+            guard let member = identity.text(of: membership.equals) else { continue }
+            let kind = ScopeBucket.kind(of: membership)
+            for value in membershipValues(membership, member) {
+                if let text = ScopeBucket.valueText(value) { buckets.insert(ScopeBucket(kind: kind, value: text)) }
+            }
+        }
+        return buckets
+    }
+}
+
+/// What puts one row in scopes (``ScopeEvaluator/links(_:of:values:)``): its own buckets and its
+/// parent rows.
+public struct RowLinks: Sendable, Hashable {
+    public var buckets: Set<ScopeBucket> = []
+    public var parents: Set<Parent> = []
+
+    public init(buckets: Set<ScopeBucket> = [], parents: Set<Parent> = []) {
+        self.buckets = buckets
+        self.parents = parents
+    }
+
+    /// A parent row, by its table and key.
+    public struct Parent: Sendable, Hashable {
+        public var table: String
+        public var key: [String: WireValue]
+    }
+}
+
+/// A bucket a membership row grants (``ScopeEvaluator/membershipGrants(ofRowIn:values:)``): the
+/// bucket of `kind` and `value`, to the identities whose subject (or claim) is `member`.
+public struct MembershipGrant: Sendable, Hashable {
+    public var kind: String
+    public var member: String
+    public var value: String
+
+    public init(kind: String, member: String, value: String) {
+        self.kind = kind
+        self.member = member
+        self.value = value
+    }
+
+    public var bucket: ScopeBucket { ScopeBucket(kind: kind, value: value) }
 }
 
 /// Rules that cannot be served under a schema: every problem found (``ScopeRules/problems(against:)``).

@@ -7,6 +7,7 @@ enum ServerMigrationPlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
         ServerSchemaV1.self, ServerSchemaV1_1.self, ServerSchemaV1_2.self, ServerSchemaV1_3.self, ServerSchemaV1_4.self,
         ServerSchemaV1_5.self, ServerSchemaV1_6.self, ServerSchemaV1_7.self, ServerSchemaV1_8.self,
+        ServerSchemaV1_9.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: ServerSchemaV1.self, toVersion: ServerSchemaV1_1.self),
@@ -21,6 +22,7 @@ enum ServerMigrationPlan: MigrationPlan {
         .lightweight(fromVersion: ServerSchemaV1_5.self, toVersion: ServerSchemaV1_6.self),
         .lightweight(fromVersion: ServerSchemaV1_6.self, toVersion: ServerSchemaV1_7.self),
         .lightweight(fromVersion: ServerSchemaV1_7.self, toVersion: ServerSchemaV1_8.self),
+        .lightweight(fromVersion: ServerSchemaV1_8.self, toVersion: ServerSchemaV1_9.self),
     ]
 }
 

@@ -43,8 +43,11 @@ struct FoldWork {
         }
     }
 
-    /// Calls `body` once per row, in key order, with the row's changes in log order.
-    mutating func forEachRow(_ body: (_ datasetID: Int64, _ changes: [FoldChange]) throws -> Void) throws {
+    /// Calls `body` once per row, in key order, with the row's changes in log order and their
+    /// serials.
+    mutating func forEachRow(
+        _ body: (_ datasetID: Int64, _ changes: [FoldChange], _ serials: [Int64]) throws -> Void
+    ) throws {
         rankTables()
         readKeyPrefixes()
         let sources = self.sources
@@ -57,11 +60,14 @@ struct FoldWork {
             return order != 0 ? order < 0 : a.serial < b.serial
         }
         var row: [FoldChange] = []
+        var serials: [Int64] = []
         var first = items.startIndex
         while first < items.endIndex {
             let item = items[first]
             row.removeAll(keepingCapacity: true)
+            serials.removeAll(keepingCapacity: true)
             row.append(sources[Int(item.source)][item.index])
+            serials.append(item.serial)
             var next = first + 1
             while next < items.endIndex, items[next].datasetID == item.datasetID, items[next].table == item.table,
                 items[next].keyPrefix == item.keyPrefix,
@@ -70,9 +76,10 @@ struct FoldWork {
                 Self.compareBytes(sources[Int(items[next].source)][items[next].index].key, row[0].key) == 0
             {
                 row.append(sources[Int(items[next].source)][items[next].index])
+                serials.append(items[next].serial)
                 next += 1
             }
-            try body(item.datasetID, row)
+            try body(item.datasetID, row, serials)
             first = next
         }
     }

@@ -13,27 +13,48 @@ extension SQLiteSyncStorage {
     static func fold(_ handed: inout StateFolder.Pending, log: DatabasePool, state: DatabasePool, limit: Int) throws
         -> StateFolder.Folded
     {
-        let lastSerials = try log.read { db in
-            try db.fetchAll("SELECT id, lastSerial FROM server_datasets ORDER BY id").map { row in
-                (id: try row.decode(Int64.self, at: 0), last: try row.decode(Int64.self, at: 1))
-            }
+        let (lastSerials, rules) = try log.read { db in
+            (
+                try db.fetchAll("SELECT id, lastSerial FROM server_datasets ORDER BY id").map { row in
+                    (id: try row.decode(Int64.self, at: 0), last: try row.decode(Int64.self, at: 1))
+                },
+                try storedScopeRules(db)
+            )
         }
         return try state.write { db in
             var foldedSerials: [Int64: Int64] = [:]
             for row in try db.fetchAll("SELECT datasetID, foldedSerial FROM state_datasets") {
                 foldedSerials[try row.decode(at: 0)] = try row.decode(Int64.self, at: 1)
             }
+            // Rules set since the last fold are in the index before the changes after them.
+            for (datasetID, stored) in rules
+            where try StateScopeIndex.appliedVersion(datasetID: datasetID, db) != stored.version {
+                try StateScopeIndex.relink(
+                    datasetID: datasetID, rules: stored,
+                    at: ScopePosition.afterRules(foldedSerials[datasetID] ?? 0), db)
+            }
             let lagging = lastSerials.compactMap { dataset in
                 let from = foldedSerials[dataset.id] ?? 0
                 return from < dataset.last ? (id: dataset.id, from: from, last: dataset.last) : nil
             }
-            return try fold(&handed, lagging: lagging, limit: limit, log: log, db)
+            return try fold(&handed, lagging: lagging, limit: limit, log: log, rules: rules, db)
         }
+    }
+
+    /// Every dataset's scope rules, by dataset id: those ``setScopeRules(_:definition:dataset:)``
+    /// stored last.
+    static func storedScopeRules(_ db: Database) throws -> [Int64: StoredScopeRules] {
+        var rules: [Int64: StoredScopeRules] = [:]
+        for row in try db.fetchAll("SELECT datasetID, version, rules, definition FROM server_scope_rules") {
+            rules[try row.decode(at: 0)] = try StoredScopeRules(
+                version: try row.decode(at: 1), rulesText: try row.decode(at: 2), definitionText: try row.decode(at: 3))
+        }
+        return rules
     }
 
     private static func fold(
         _ handed: inout StateFolder.Pending, lagging: [(id: Int64, from: Int64, last: Int64)], limit: Int,
-        log: DatabasePool, _ db: Database
+        log: DatabasePool, rules: [Int64: StoredScopeRules], _ db: Database
     ) throws -> StateFolder.Folded {
         var budget = Int64(limit)
         var work = FoldWork()
@@ -86,7 +107,11 @@ extension SQLiteSyncStorage {
         handed = leftOver
         let statements = try FoldStatements(db)
         var newRows = NewRows()
-        try work.forEachRow { datasetID, changes in
+        try work.forEachRow { datasetID, changes, serials in
+            if let rules = rules[datasetID] {
+                // Before the row is written: the index follows it from its state before the fold.
+                try StateScopeIndex.fold(changes, serials: serials, datasetID: datasetID, rules: rules.evaluator, db)
+            }
             if changes[0].op == .insert {
                 try newRows.add(changes, datasetID: datasetID, statements, db)
             } else {

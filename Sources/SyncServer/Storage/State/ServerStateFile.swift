@@ -84,6 +84,7 @@ final class ServerStateFile: Sendable {
             for id in Set(recorded.keys).subtracting(datasets.map(\.id)) {
                 try db.execute("DELETE FROM state_rows WHERE datasetID = \(id)")
                 try db.execute("DELETE FROM state_datasets WHERE datasetID = \(id)")
+                try StateScopeIndex.forget(datasetID: id, db)
             }
             return folded
         }
@@ -106,6 +107,7 @@ final class ServerStateFile: Sendable {
         throws
     {
         try db.execute("DELETE FROM state_rows WHERE datasetID = \(datasetID)")
+        try StateScopeIndex.forget(datasetID: datasetID, db)
         let insert = try db.cachedStatement(FoldStatements.insertSQL(rows: 1))
         let foldedMark = try log.read { legacy in
             let rows = try legacy.fetchCursor(

@@ -5,8 +5,10 @@ import OfflineStoreSQLite
 /// ``Migrator`` apart from `server.sqlite`'s: the state is derived from the log, so the file can be
 /// removed and is rebuilt, but a later release still evolves it with a checksummed stage.
 enum ServerStatePlan: MigrationPlan {
-    static let schemas: [any VersionedSchema.Type] = [ServerStateSchemaV1.self]
-    static let stages: [MigrationStage] = []
+    static let schemas: [any VersionedSchema.Type] = [ServerStateSchemaV1.self, ServerStateSchemaV1_1.self]
+    static let stages: [MigrationStage] = [
+        .lightweight(fromVersion: ServerStateSchemaV1.self, toVersion: ServerStateSchemaV1_1.self)
+    ]
 }
 
 enum ServerStateSchemaV1: VersionedSchema {
@@ -41,6 +43,72 @@ enum ServerStateSchemaV1: VersionedSchema {
             Column("deletedSite", .blob)
             Column("cells", .blob)
             PrimaryKey("datasetID", "tableName", "key")
+        }
+    }
+}
+
+/// Version 1.1 adds the scope index of datasets with rules (``ScopeIndex``), kept by the fold
+/// beside the rows, with its history: each link and grant holds the scope position it was made at
+/// and the one it was removed at (NULL while it stands), so that what a subject could read at any
+/// position a cursor names can be read back. A position is twice a log serial (the state after
+/// that serial's change), or twice plus one (the same state, relinked under rules set after it).
+enum ServerStateSchemaV1_1: VersionedSchema {
+    static let versionIdentifier: Schema.Version = "1.1.0"
+    static let models: [any Model.Type] =
+        ServerStateSchemaV1.models + [
+            ScopeLink.self, ScopeGrant.self, ScopeRulesApplied.self,
+        ]
+
+    /// What puts a row in scopes (``RowLinks``): `kind` `b` for a bucket (`a` its kind, `b` its
+    /// value), `p` for a parent row (`a` its table, `b` its key's canonical JSON).
+    enum ScopeLink: Model {
+        static let tableDefinition = TableDefinition(
+            "state_scope_links", sync: .localOnly, options: [.strict, .withoutRowID]
+        ) {
+            Column("datasetID", .integer).notNull()
+            Column("tableName", .text).notNull()
+            Column("key", .text).notNull()
+            Column("kind", .text).notNull()
+            Column("a", .text).notNull()
+            Column("b", .text).notNull()
+            Column("addedAt", .integer).notNull()
+            Column("removedAt", .integer)
+            PrimaryKey("datasetID", "tableName", "key", "kind", "a", "b", "addedAt")
+            Index("state_scope_links_target", on: "datasetID", "kind", "a", "b")
+            Index("state_scope_links_added", on: "datasetID", "addedAt")
+            Index("state_scope_links_removed", on: "datasetID", "removedAt")
+        }
+    }
+
+    /// A bucket a membership row grants (``MembershipGrant``).
+    enum ScopeGrant: Model {
+        static let tableDefinition = TableDefinition(
+            "state_scope_grants", sync: .localOnly, options: [.strict, .withoutRowID]
+        ) {
+            Column("datasetID", .integer).notNull()
+            Column("tableName", .text).notNull()
+            Column("key", .text).notNull()
+            Column("bucketKind", .text).notNull()
+            Column("member", .text).notNull()
+            Column("value", .text).notNull()
+            Column("addedAt", .integer).notNull()
+            Column("removedAt", .integer)
+            PrimaryKey("datasetID", "tableName", "key", "bucketKind", "member", "value", "addedAt")
+            Index("state_scope_grants_member", on: "datasetID", "bucketKind", "member")
+        }
+    }
+
+    /// The rules the index was made under, from the position they took effect at.
+    enum ScopeRulesApplied: Model {
+        static let tableDefinition = TableDefinition(
+            "state_scope_rules", sync: .localOnly, options: [.strict, .withoutRowID]
+        ) {
+            Column("datasetID", .integer).notNull()
+            Column("fromPosition", .integer).notNull()
+            Column("version", .integer).notNull()
+            Column("rules", .text).notNull()
+            Column("definition", .text).notNull()
+            PrimaryKey("datasetID", "fromPosition")
         }
     }
 }

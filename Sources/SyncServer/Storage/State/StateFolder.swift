@@ -123,6 +123,19 @@ final class StateFolder: Sendable {
         }
     }
 
+    /// Starts a round now, though no push handed anything over: one that brings the scope index
+    /// to rules set since (``SQLiteSyncStorage/setScopeRules(_:definition:dataset:)``).
+    func foldSoon() {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        if !state.pending {
+            state.pending = true
+            state.firstPendingAt = Date()
+        }
+        state.urgent = true
+        state.condition.broadcast()
+    }
+
     /// Waits until every dataset's state has caught up with its log, or the folder has stopped.
     /// What needs the whole state (a test, an operator's check) calls it; pulls do not, since a
     /// snapshot carries the serial it was folded to.

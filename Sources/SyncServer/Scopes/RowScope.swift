@@ -1,0 +1,57 @@
+import Foundation
+import SyncProtocol
+
+/// What the scope index holds of one row: the links that put it in scopes of reading
+/// (``RowLinks``, as stored: a bucket or a parent row), and the buckets it grants as a membership
+/// row. Both backends compute it here, from the row's merged state, the same way.
+///
+/// A deleted row keeps the links it had when it was deleted, so its tombstone reaches the devices
+/// that saw it; it grants nothing.
+///
+/// ```swift
+/// let scope = RowScope(evaluator, table: "lists", keyText: key, row: merged, previous: stored)
+/// ```
+struct RowScope: Hashable, Sendable {
+    var links: Set<Link> = []
+    var grants: Set<MembershipGrant> = []
+
+    /// A link as the index stores it: `b` for a bucket (kind, value), `p` for a parent row
+    /// (table, the canonical JSON of its key).
+    struct Link: Hashable, Sendable {
+        var kind: String
+        var a: String
+        var b: String
+
+        static func bucket(_ bucket: ScopeBucket) -> Link { Link(kind: "b", a: bucket.kind, b: bucket.value) }
+        static func parent(table: String, keyText: String) -> Link { Link(kind: "p", a: table, b: keyText) }
+    }
+
+    init(links: Set<Link> = [], grants: Set<MembershipGrant> = []) {
+        self.links = links
+        self.grants = grants
+    }
+
+    /// The scope of a row of `table` whose key is `key` and whose merged state is `row`;
+    /// `previous` is what the index held of it.
+    init(_ evaluator: ScopeEvaluator, table: String, key: [String: WireValue], row: MergedRow, previous: RowScope) {
+        if row.isDeleted {
+            self.init(links: previous.links)
+            return
+        }
+        self.init(evaluator, table: table, values: { row.cells[$0]?.value ?? key[$0] }, grants: row.created != nil)
+    }
+
+    /// The scope of a row of `table` whose columns hold `values`; with `grants`, the buckets it
+    /// grants as a live membership row.
+    init(_ evaluator: ScopeEvaluator, table: String, values: (String) -> WireValue?, grants: Bool) {
+        let found = evaluator.links(.read, of: table, values: values)
+        links = Set(found.buckets.map(Link.bucket))
+        for parent in found.parents {
+            var writer = CanonicalJSONWriter(capacity: 64)
+            if (try? writer.write(parent.key)) != nil {
+                links.insert(.parent(table: parent.table, keyText: writer.text))
+            }
+        }
+        if grants { self.grants = evaluator.membershipGrants(ofRowIn: table, values: values) }
+    }
+}

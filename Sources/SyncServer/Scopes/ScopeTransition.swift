@@ -1,0 +1,128 @@
+import SyncProtocol
+
+/// A row of a dataset, by table and the canonical JSON of its key.
+struct ScopedRow: Hashable, Sendable, Comparable {
+    var table: String
+    var key: String
+
+    static func < (left: ScopedRow, right: ScopedRow) -> Bool { (left.table, left.key) < (right.table, right.key) }
+}
+
+/// What a storage answers about its scope index at scope positions (``ScopePosition``), for
+/// ``ScopeTransition``; each backend's queries, one algorithm.
+protocol ScopeIndexReading {
+    /// The rules the index follows at `position`; nil before any were set.
+    func rules(at position: Int64) throws -> StoredScopeRules?
+    /// The buckets membership rows grant to `member` as `kind` at `position`.
+    func grantedValues(kind: String, member: String, at position: Int64) throws -> Set<String>
+    /// Every row a link to one of `buckets` makes readable at `position`, with the rows that
+    /// share a scope with them as their children, and theirs.
+    func rows(reachedFrom buckets: Set<ScopeBucket>, at position: Int64) throws -> Set<ScopedRow>
+    /// The rows whose links changed after `from` through `to`.
+    func rowsRelinked(after from: Int64, through to: Int64) throws -> Set<ScopedRow>
+    /// The rows linked to one of `buckets`, and every row below `rows` and them through parent
+    /// links, by the links standing at `from` or at `to`.
+    func rows(linkedTo buckets: Set<ScopeBucket>, below rows: Set<ScopedRow>, at from: Int64, or to: Int64) throws
+        -> Set<ScopedRow>
+    /// `row`'s links standing at `position`.
+    func links(of row: ScopedRow, at position: Int64) throws -> Set<RowScope.Link>
+}
+
+/// How a subject's read scope moves from one position to another: the rows that come into it
+/// (a device receives their whole state), those that leave it (a device removes them), and
+/// whether a row changed in between stayed in it (a device receives its changes). Exact at
+/// every position the index's history holds, for any pair of them.
+///
+/// ```swift
+/// let transition = try ScopeTransition(index, identity: bob, from: cursorPosition, to: foldedPosition)
+/// ```
+struct ScopeTransition {
+    private(set) var entering: [ScopedRow] = []
+    private(set) var leaving: [ScopedRow] = []
+    /// Rows whose changes between the positions are sent; all others in scope at `to` and at `from` too.
+    private var decided: [ScopedRow: Bool] = [:]
+    private var memoTo: [ScopedRow: Bool] = [:]
+    private let index: any ScopeIndexReading
+    private let to: Int64
+    private let grantedTo: Set<ScopeBucket>
+
+    /// The move of `identity`'s scope from `from` (nil: from nothing, a first download) to `to`.
+    init(_ index: any ScopeIndexReading, identity: ScopeIdentity, from: Int64?, to: Int64) throws {
+        self.index = index
+        self.to = to
+        guard let rulesTo = try index.rules(at: to) else {
+            grantedTo = []
+            return
+        }
+        grantedTo = try Self.granted(index, rulesTo.evaluator, identity, at: to)
+        guard let from else {
+            entering = try index.rows(reachedFrom: grantedTo, at: to).sorted()
+            return
+        }
+        let rulesFrom = try index.rules(at: from)
+        let grantedFrom =
+            try rulesFrom.map { rules in try Self.granted(index, rules.evaluator, identity, at: from) } ?? []
+        let candidates: Set<ScopedRow>
+        if rulesFrom?.version != rulesTo.version {
+            candidates = try index.rows(reachedFrom: grantedFrom, at: from)
+                .union(index.rows(reachedFrom: grantedTo, at: to))
+        } else {
+            let relinked = try index.rowsRelinked(after: from, through: to)
+            candidates = relinked.union(
+                try index.rows(
+                    linkedTo: grantedFrom.symmetricDifference(grantedTo), below: relinked, at: from, or: to))
+        }
+        var memoFrom: [ScopedRow: Bool] = [:]
+        for row in candidates.sorted() {
+            let before = try Self.readable(row, index, grantedFrom, at: from, memo: &memoFrom)
+            let after = try Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
+            if after && !before { entering.append(row) }
+            if before && !after { leaving.append(row) }
+            decided[row] = before && after
+        }
+    }
+
+    /// Whether the changes of `row` made between the two positions are the subject's to receive:
+    /// it was in scope at both (rows that came in are sent whole instead).
+    mutating func receivesChanges(of row: ScopedRow) throws -> Bool {
+        if let decided = decided[row] { return decided }
+        return try Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
+    }
+
+    private static func granted(
+        _ index: any ScopeIndexReading, _ evaluator: ScopeEvaluator, _ identity: ScopeIdentity, at position: Int64
+    ) throws -> Set<ScopeBucket> {
+        var buckets = evaluator.fixedBuckets(.read, for: identity)
+        guard identity.subject != nil else { return buckets }
+        for membership in evaluator.memberships(.read) {
+            guard let member = identity.text(of: membership.equals) else { continue }
+            let kind = ScopeBucket.kind(of: membership)
+            for value in try index.grantedValues(kind: kind, member: member, at: position) {
+                buckets.insert(ScopeBucket(kind: kind, value: value))
+            }
+        }
+        return buckets
+    }
+
+    /// Whether `row` is readable at `position` by links to `granted`: its own, or its parent's.
+    private static func readable(
+        _ row: ScopedRow, _ index: any ScopeIndexReading, _ granted: Set<ScopeBucket>, at position: Int64,
+        memo: inout [ScopedRow: Bool]
+    ) throws -> Bool {
+        if let known = memo[row] { return known }
+        // A row is in no circle of parents (the rules allow none), so the walk ends.
+        memo[row] = false
+        var found = false
+        for link in try index.links(of: row, at: position) {
+            if link.kind == "b" {
+                found = granted.contains(ScopeBucket(kind: link.a, value: link.b))
+            } else {
+                found = try readable(
+                    ScopedRow(table: link.a, key: link.b), index, granted, at: position, memo: &memo)
+            }
+            if found { break }
+        }
+        memo[row] = found
+        return found
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import OfflineStoreSQLite
+import SyncProtocol
+
+/// ``ScopeIndexReading`` over `state.sqlite`'s scope index, in the read transaction of `db`.
+///
+/// ```swift
+/// let transition = try ScopeTransition(StateScopeIndexReader(db, datasetID: id), identity: bob, from: nil, to: end)
+/// ```
+final class StateScopeIndexReader: ScopeIndexReading {
+    private let db: Database
+    private let datasetID: Int64
+    private var rulesByVersion: [Int64: StoredScopeRules] = [:]
+
+    init(_ db: Database, datasetID: Int64) {
+        self.db = db
+        self.datasetID = datasetID
+    }
+
+    /// The position the index stands at: after the last change folded, or after the rules set
+    /// since.
+    func end() throws -> Int64 {
+        let folded =
+            try db.fetchValue(Int64.self, "SELECT foldedSerial FROM state_datasets WHERE datasetID = \(datasetID)") ?? 0
+        let rules = try db.fetchValue(
+            Int64.self, "SELECT max(fromPosition) FROM state_scope_rules WHERE datasetID = \(datasetID)")
+        return max(ScopePosition.afterChange(folded), rules ?? 0)
+    }
+
+    func rules(at position: Int64) throws -> StoredScopeRules? {
+        guard
+            let row = try db.fetchOne(
+                """
+                SELECT version, rules, definition FROM state_scope_rules
+                WHERE datasetID = \(datasetID) AND fromPosition <= \(position) ORDER BY fromPosition DESC LIMIT 1
+                """)
+        else { return nil }
+        let version: Int64 = try row.decode(at: 0)
+        if let known = rulesByVersion[version] { return known }
+        let rules = try StoredScopeRules(
+            version: version, rulesText: try row.decode(at: 1), definitionText: try row.decode(at: 2))
+        rulesByVersion[version] = rules
+        return rules
+    }
+
+    func grantedValues(kind: String, member: String, at position: Int64) throws -> Set<String> {
+        Set(
+            try db.fetchAll(
+                """
+                SELECT value FROM state_scope_grants
+                WHERE datasetID = \(datasetID) AND bucketKind = \(kind) AND member = \(member)
+                    AND addedAt <= \(position) AND (removedAt IS NULL OR removedAt > \(position))
+                """
+            ).map { try $0.decode(String.self, at: 0) })
+    }
+
+    func rows(reachedFrom buckets: Set<ScopeBucket>, at position: Int64) throws -> Set<ScopedRow> {
+        try scopedRows(
+            """
+            WITH RECURSIVE reached(tableName, key) AS (
+                SELECT l.tableName, l.key FROM json_each(\(Self.pairs(buckets.map { ($0.kind, $0.value) }))) AS g
+                JOIN state_scope_links AS l
+                    ON l.datasetID = \(datasetID) AND l.kind = 'b'
+                    AND l.a = json_extract(g.value, '$[0]') AND l.b = json_extract(g.value, '$[1]')
+                WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
+                UNION
+                SELECT l.tableName, l.key FROM reached AS r
+                JOIN state_scope_links AS l
+                    ON l.datasetID = \(datasetID) AND l.kind = 'p' AND l.a = r.tableName AND l.b = r.key
+                WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
+            )
+            SELECT tableName, key FROM reached
+            """)
+    }
+
+    func rowsRelinked(after from: Int64, through to: Int64) throws -> Set<ScopedRow> {
+        try scopedRows(
+            """
+            SELECT tableName, key FROM state_scope_links
+            WHERE datasetID = \(datasetID) AND addedAt > \(from) AND addedAt <= \(to)
+            UNION
+            SELECT tableName, key FROM state_scope_links
+            WHERE datasetID = \(datasetID) AND removedAt > \(from) AND removedAt <= \(to)
+            """)
+    }
+
+    func rows(linkedTo buckets: Set<ScopeBucket>, below rows: Set<ScopedRow>, at from: Int64, or to: Int64) throws
+        -> Set<ScopedRow>
+    {
+        try scopedRows(
+            """
+            WITH RECURSIVE start(tableName, key) AS (
+                SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                FROM json_each(\(Self.pairs(rows.map { ($0.table, $0.key) })))
+                UNION
+                SELECT l.tableName, l.key FROM json_each(\(Self.pairs(buckets.map { ($0.kind, $0.value) }))) AS g
+                JOIN state_scope_links AS l
+                    ON l.datasetID = \(datasetID) AND l.kind = 'b'
+                    AND l.a = json_extract(g.value, '$[0]') AND l.b = json_extract(g.value, '$[1]')
+                WHERE (l.addedAt <= \(from) AND (l.removedAt IS NULL OR l.removedAt > \(from)))
+                    OR (l.addedAt <= \(to) AND (l.removedAt IS NULL OR l.removedAt > \(to)))
+            ),
+            reached(tableName, key) AS (
+                SELECT tableName, key FROM start
+                UNION
+                SELECT l.tableName, l.key FROM reached AS r
+                JOIN state_scope_links AS l
+                    ON l.datasetID = \(datasetID) AND l.kind = 'p' AND l.a = r.tableName AND l.b = r.key
+                WHERE (l.addedAt <= \(from) AND (l.removedAt IS NULL OR l.removedAt > \(from)))
+                    OR (l.addedAt <= \(to) AND (l.removedAt IS NULL OR l.removedAt > \(to)))
+            )
+            SELECT tableName, key FROM reached
+            """)
+    }
+
+    func links(of row: ScopedRow, at position: Int64) throws -> Set<RowScope.Link> {
+        Set(
+            try db.fetchAll(
+                """
+                SELECT kind, a, b FROM state_scope_links
+                WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
+                    AND addedAt <= \(position) AND (removedAt IS NULL OR removedAt > \(position))
+                """
+            ).map { RowScope.Link(kind: try $0.decode(at: 0), a: try $0.decode(at: 1), b: try $0.decode(at: 2)) })
+    }
+
+    private func scopedRows(_ sql: SQL) throws -> Set<ScopedRow> {
+        Set(try db.fetchAll(sql).map { ScopedRow(table: try $0.decode(at: 0), key: try $0.decode(at: 1)) })
+    }
+
+    /// Pairs of text as one JSON array of two-element arrays, bound as one value and read back
+    /// with `json_each`.
+    private static func pairs(_ pairs: some Sequence<(String, String)>) -> String {
+        let array = pairs.map { [$0.0, $0.1] }
+        let data = (try? JSONSerialization.data(withJSONObject: array)) ?? Data("[]".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import SyncProtocol
+import TestSupport
+import Testing
+
+@testable import SyncServer
+
+/// Reads of a subject's scope from the scope index the fold keeps (``ScopeTransition``,
+/// ``StateScopeIndex``): devices of several subjects pull at random moments while one writer
+/// pushes lists, memberships and reminders, moves reminders between lists, hands lists to other
+/// owners and changes the rules; after every pull each device holds exactly the rows its subject
+/// may read, with the dataset's values, as the rules decide them on the whole dataset.
+@Suite("Scoped reads")
+struct ScopedReadTests {
+    static let definition = SharedListsSchema.definition
+
+    static let shared = """
+        {"tables": {
+          "lists": {"read": [
+            {"column": "ownerID", "equals": "subject"},
+            {"column": "id", "in": {"table": "listMembers", "select": "listID", "where": "userID"}}
+          ]},
+          "listMembers": {"read": [{"parent": "lists"}, {"column": "userID", "equals": "subject"}]},
+          "reminders": {"read": [{"parent": "lists"}]},
+          "notices": {"read": [{"column": "team", "equals": {"claim": "team"}}]},
+          "tags": {"read": ["everyone"]}
+        }}
+        """
+
+    /// The same tables, each list its owner's alone.
+    static let ownersOnly = """
+        {"tables": {
+          "lists": {"read": [{"column": "ownerID", "equals": "subject"}]},
+          "listMembers": {"read": [{"parent": "lists"}]},
+          "reminders": {"read": [{"parent": "lists"}]},
+          "notices": {"read": [{"column": "team", "equals": {"claim": "team"}}]},
+          "tags": {"read": ["everyone"]}
+        }}
+        """
+
+    static let users = ["alice", "bob", "carol"]
+    static let writer = SiteID(bytes: Data(repeating: 0xE1, count: 16))!
+
+    /// The dataset as pushed: every row with its values (a deleted row's as they were when it was
+    /// deleted).
+    struct Model {
+        var rows: [ScopedRow: (values: [String: WireValue], deleted: Bool)] = [:]
+        var lists: [String] = []
+        var reminders: [String] = []
+
+        static func key(_ table: String, _ values: [String: WireValue]) -> [String: WireValue] {
+            let columns = definition.tables.first { $0.name == table }!.columns.filter { $0.primaryKeyPosition > 0 }
+            return Dictionary(uniqueKeysWithValues: columns.map { ($0.name, values[$0.name]!) })
+        }
+
+        static func row(_ table: String, _ key: [String: WireValue]) -> ScopedRow {
+            var writer = CanonicalJSONWriter()
+            _ = try? writer.write(key)
+            return ScopedRow(table: table, key: writer.text)
+        }
+
+        /// What `identity` may read, decided by `evaluator` on every row.
+        func readable(by identity: ScopeIdentity, _ evaluator: ScopeEvaluator) -> Set<ScopedRow> {
+            let granted = evaluator.grantedBuckets(.read, to: identity) { membership, member in
+                rows.compactMap { row, state in
+                    row.table == membership.table && !state.deleted
+                        && state.values[membership.whereColumn] == .text(member)
+                        ? state.values[membership.selectColumn] : nil
+                }
+            }
+            var memo: [ScopedRow: Bool] = [:]
+            func readable(_ row: ScopedRow) -> Bool {
+                if let known = memo[row] { return known }
+                memo[row] = false
+                guard let state = rows[row] else { return false }
+                let links = evaluator.links(.read, of: row.table, values: { state.values[$0] })
+                let found =
+                    !links.buckets.isDisjoint(with: granted)
+                    || links.parents.contains { readable(Self.row($0.table, $0.key)) }
+                memo[row] = found
+                return found
+            }
+            return Set(rows.keys.filter(readable))
+        }
+    }
+
+    /// A device of one subject: the rows it holds, merged as a device merges them.
+    struct Device {
+        var identity: ScopeIdentity
+        var position: Int64?
+        var rows: [ScopedRow: MergedRow] = [:]
+
+        mutating func pull(_ storage: SQLiteSyncStorage) throws {
+            let read = try storage.readScopedChanges(
+                dataset: "family", identity: identity, after: position, excluding: nil)
+            for change in read.changes {
+                rows[ScopedRow(table: change.table, key: try change.canonicalKeyJSON()), default: MergedRow()].merge(
+                    FoldChange(change, key: try change.canonicalKeyJSON()))
+            }
+            for row in read.removed { rows[row] = nil }
+            position = read.position
+        }
+    }
+
+    /// Whether `device` holds exactly what its subject may read, with the model's values.
+    static func check(_ device: Device, _ model: Model, _ evaluator: ScopeEvaluator, _ context: String) {
+        let readable = model.readable(by: device.identity, evaluator)
+        #expect(
+            Set(device.rows.keys) == readable,
+            "\(context): \(device.identity.subject!) misses \(readable.subtracting(device.rows.keys).sorted()) and holds \(Set(device.rows.keys).subtracting(readable).sorted())"
+        )
+        for row in readable {
+            guard let held = device.rows[row], let state = model.rows[row] else { continue }
+            #expect(held.isDeleted == state.deleted, "\(context): \(row)")
+            guard !state.deleted else { continue }
+            for (name, value) in state.values where Model.key(row.table, state.values)[name] == nil {
+                #expect(held.cells[name]?.value == value, "\(context): \(row).\(name)")
+            }
+        }
+    }
+
+    @Test(arguments: 0..<24) func everyPullLeavesEachDeviceWithExactlyItsScope(seed: UInt64) throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        try storage.setScopeRules(Self.shared, definition: Self.definition, dataset: "family")
+        var evaluator = try StoredScopeRules(
+            version: 1, rulesText: Self.shared,
+            definitionText: String(decoding: try JSONEncoder().encode(Self.definition), as: UTF8.self)
+        ).evaluator
+        var random = SeededGenerator(seed: seed)
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
+        var model = Model()
+        var devices = Self.users.map { Device(identity: ScopeIdentity(subject: $0)) }
+        var seq: Int64 = 0
+        var pending: [Change] = []
+        func write(_ table: String, _ op: Change.Operation, _ values: [String: WireValue]) {
+            let key = Model.key(table, values)
+            let row = Model.row(table, key)
+            seq += 1
+            pending.append(
+                Change(
+                    table: table, key: key, op: op, columns: op == .delete ? [:] : values,
+                    clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: Self.writer, seq: seq)
+            )
+            switch op {
+            case .insert: model.rows[row] = (values, false)
+            case .update: model.rows[row]!.values.merge(values) { $1 }
+            case .delete: model.rows[row]!.deleted = true
+            }
+        }
+        let rulesChangeAt = seed % 3 == 0 ? 40 + Int(random.next() % 40) : nil
+        for step in 0..<120 {
+            let live = { (table: String) in
+                model.rows.filter { $0.key.table == table && !$0.value.deleted }.map(\.key).sorted()
+            }
+            switch random.next() % 10 {
+            case 0, 1:
+                let id = "l\(model.lists.count)"
+                model.lists.append(id)
+                write("lists", .insert, ["id": .text(id), "ownerID": .text(pick(Self.users)), "name": .text(id)])
+            case 2:
+                if let list = live("lists").randomElement(using: &random) {
+                    write(
+                        list.table, .update,
+                        Model.key("lists", model.rows[list]!.values).merging(["ownerID": .text(pick(Self.users))]) {
+                            $1
+                        })
+                }
+            case 3, 4:
+                if !model.lists.isEmpty {
+                    let values: [String: WireValue] = [
+                        "listID": .text(pick(model.lists)), "userID": .text(pick(Self.users)),
+                    ]
+                    let row = Model.row("listMembers", values)
+                    // A key deleted is not inserted again (Protocol/README.md, section 8.5).
+                    if model.rows[row] == nil {
+                        write("listMembers", .insert, values)
+                    }
+                }
+            case 5:
+                if let member = live("listMembers").randomElement(using: &random) {
+                    write("listMembers", .delete, model.rows[member]!.values)
+                }
+            case 6, 7:
+                let id = "r\(model.reminders.count)"
+                model.reminders.append(id)
+                // Now and then a reminder of a list that does not exist (yet).
+                let list = model.lists.isEmpty || chance(10) ? "l\(model.lists.count + 1)" : pick(model.lists)
+                write("reminders", .insert, ["id": .text(id), "listID": .text(list), "title": .text("t\(step)")])
+            case 8:
+                if let reminder = live("reminders").randomElement(using: &random) {
+                    let moves = chance(50) && !model.lists.isEmpty
+                    write(
+                        "reminders", .update,
+                        ["id": model.rows[reminder]!.values["id"]!]
+                            .merging(moves ? ["listID": .text(pick(model.lists))] : ["title": .text("e\(step)")]) { $1 }
+                    )
+                }
+            default:
+                if let reminder = live("reminders").randomElement(using: &random), chance(70) {
+                    write("reminders", .delete, model.rows[reminder]!.values)
+                } else if let list = live("lists").randomElement(using: &random) {
+                    write("lists", .delete, model.rows[list]!.values)
+                }
+            }
+            if !pending.isEmpty && chance(40) {
+                _ = try storage.storeBatch(
+                    pending, site: Self.writer, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                pending = []
+            }
+            if step == rulesChangeAt {
+                if !pending.isEmpty {
+                    _ = try storage.storeBatch(
+                        pending, site: Self.writer, clientSchema: SchemaVersion(1, 0), dataset: "family")
+                    pending = []
+                }
+                // Rules take effect at the fold after they are set: changes stored and not folded
+                // yet are folded under them.
+                storage.waitUntilFolded()
+                try storage.setScopeRules(Self.ownersOnly, definition: Self.definition, dataset: "family")
+                // A deleted row keeps only its key's values for rules set after its delete.
+                for (row, state) in model.rows where state.deleted {
+                    model.rows[row]!.values = Model.key(row.table, state.values)
+                }
+                storage.waitUntilFolded()
+                evaluator = try StoredScopeRules(
+                    version: 2, rulesText: Self.ownersOnly,
+                    definitionText: String(decoding: try JSONEncoder().encode(Self.definition), as: UTF8.self)
+                ).evaluator
+            }
+            if pending.isEmpty && chance(30) {
+                let index = Int(random.next() % UInt64(devices.count))
+                try devices[index].pull(storage)
+                Self.check(devices[index], model, evaluator, "seed \(seed) step \(step)")
+            }
+        }
+        if !pending.isEmpty {
+            _ = try storage.storeBatch(pending, site: Self.writer, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        }
+        for index in devices.indices {
+            try devices[index].pull(storage)
+            Self.check(devices[index], model, evaluator, "seed \(seed) at the end")
+            // A device that downloads now receives the same.
+            var fresh = Device(identity: devices[index].identity)
+            try fresh.pull(storage)
+            #expect(Set(fresh.rows.keys) == Set(devices[index].rows.keys))
+        }
+    }
+}
