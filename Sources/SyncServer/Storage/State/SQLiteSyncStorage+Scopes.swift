@@ -2,13 +2,15 @@ import Foundation
 import OfflineStoreSQLite
 import SyncProtocol
 
-/// What a scoped read gives a subject: the rows that came into its scope, whole, and the changes
-/// of the rows that stayed in it, as changes; the rows that left it; and the position it was read
-/// to, which the next read starts from.
+/// One page of a subject's scoped reads: rows that came into its scope, whole, and the changes
+/// of rows that stayed in it, as changes; rows that left it; the cursor of the next page, and
+/// whether the move it reads has more pages (the next page of a move that has none starts the
+/// next move, and is empty until the dataset changes).
 struct ScopedChanges: Sendable {
     var changes: [Change]
     var removed: [ScopedRow]
-    var position: Int64
+    var cursor: ScopedCursor
+    var hasMore: Bool
 }
 
 extension SQLiteSyncStorage {
@@ -37,11 +39,13 @@ extension SQLiteSyncStorage {
         folder.foldSoon()
     }
 
-    /// The changes of `dataset` that move `identity`'s read scope on from `position` (nil for a
-    /// first download) to the newest position folded, leaving out `site`'s own changes.
-    func readScopedChanges(dataset: String, identity: ScopeIdentity, after position: Int64?, excluding site: SiteID?)
-        throws -> ScopedChanges
-    {
+    /// A page of at most `limit` rows and changes of `dataset` that move `identity`'s read scope on
+    /// from where `cursor` stands (nil for a first download) to the newest position folded when
+    /// the move's first page was read, leaving out `site`'s own changes: first the rows that left
+    /// the scope, then those that came in, then the changes of those that stayed.
+    func readScopedChanges(
+        dataset: String, identity: ScopeIdentity, after cursor: ScopedCursor?, limit: Int, excluding site: SiteID?
+    ) throws -> ScopedChanges {
         try storageWork("reading the scope of \(identity.subject ?? "no subject") in dataset \(dataset)") {
             let (datasetID, last, rulesVersion) = try pool.read { db in
                 let datasetID = try self.datasetID(dataset, db)
@@ -53,64 +57,125 @@ extension SQLiteSyncStorage {
                         Int64.self, "SELECT version FROM server_scope_rules WHERE datasetID = \(datasetID)")
                 )
             }
-            folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
-            // Rules set since the last fold: the round that relinks the index to them.
-            if try state.pool.read({ db in try StateScopeIndex.appliedVersion(datasetID: datasetID, db) })
-                != rulesVersion
-            {
-                folder.waitUntilFolded()
+            if cursor.map({ $0.from == $0.to }) ?? true {
+                folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
+                // Rules set since the last fold: the round that relinks the index to them.
+                if try state.pool.read({ db in try StateScopeIndex.appliedVersion(datasetID: datasetID, db) })
+                    != rulesVersion
+                {
+                    folder.waitUntilFolded()
+                }
             }
             return try state.pool.read { db in
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
                 let end = try index.end()
-                var transition = try ScopeTransition(index, identity: identity, from: position, to: end)
+                var cursor = cursor ?? ScopedCursor(from: nil, to: end)
+                if cursor.from == cursor.to { cursor.to = end }
+                var transition = try ScopeTransition(index, identity: identity, from: cursor.from, to: cursor.to)
+                var room = max(limit, 1)
+                let removed = Array(transition.leaving.dropFirst(cursor.leavingSent).prefix(room))
+                cursor.leavingSent += removed.count
+                room -= removed.count
                 var changes: [Change] = []
-                for row in transition.entering {
-                    guard
-                        let stored = try db.fetchOne(
-                            """
-                            SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
-                            WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
-                            """)
-                    else { continue }
-                    let merged = try MergedRow(
-                        created: try Self.version(stored, clockAt: 0), deleted: try Self.version(stored, clockAt: 2),
-                        packedCells: try stored.decode(Data?.self, at: 4))
-                    changes += try SnapshotChanges.of(
-                        table: row.table, keyText: row.key, row: merged.versions,
-                        cells: merged.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) }
-                    )
+                for row in transition.entering.dropFirst(cursor.enteringSent).prefix(room) {
+                    changes += try currentChanges(of: row, datasetID: datasetID, db)
+                    cursor.enteringSent += 1
+                    room -= 1
                 }
-                if let position {
-                    for change in try loggedChanges(
-                        datasetID: datasetID, after: ScopePosition.serial(of: position),
-                        through: ScopePosition.serial(of: end), excluding: site)
-                    where try transition.receivesChanges(
-                        of: ScopedRow(table: change.table, key: try change.canonicalKeyJSON()))
-                    {
-                        changes.append(change)
+                var hasMore =
+                    cursor.leavingSent < transition.leaving.count || cursor.enteringSent < transition.entering.count
+                if let from = cursor.from, !hasMore {
+                    let start = cursor.changesThrough ?? ScopePosition.serial(of: from)
+                    let last = ScopePosition.serial(of: cursor.to)
+                    var read = start
+                    while room > 0, read < last {
+                        let batch = try loggedChanges(
+                            datasetID: datasetID, after: read, through: last, excluding: site, limit: room)
+                        // A batch is no longer than the room left, so all of it fits.
+                        for (_, change) in batch.changes
+                        where try transition.receivesChanges(
+                            of: ScopedRow(table: change.table, key: try change.canonicalKeyJSON()))
+                        {
+                            changes.append(change)
+                            room -= 1
+                        }
+                        read = batch.readThrough
                     }
+                    cursor.changesThrough = read
+                    hasMore = read < last
                 }
-                return ScopedChanges(changes: changes, removed: transition.leaving, position: end)
+                return ScopedChanges(
+                    changes: changes, removed: removed, cursor: hasMore ? cursor : cursor.next, hasMore: hasMore)
             }
         }
     }
 
-    /// The log's changes of `datasetID` after serial `from` through `to`, leaving out `site`'s own.
-    private func loggedChanges(datasetID: Int64, after from: Int64, through to: Int64, excluding site: SiteID?)
-        throws -> [Change]
-    {
-        guard from < to else { return [] }
-        return try pool.read { db in
+    /// The changes of a batch `identity` may not write under `dataset`'s rules, by their index in
+    /// `changes`, each with why (``ScopeWriteCheck``): decided on the state folded through the
+    /// dataset's newest change, and the batch's earlier changes that pass. None without rules.
+    func scopeWriteRefusals(_ changes: [Change], identity: ScopeIdentity, dataset: String) throws -> [Int: String] {
+        try storageWork("checking a push of \(identity.subject ?? "no subject") in dataset \(dataset)") {
+            let (datasetID, last) = try pool.read { db in
+                let datasetID = try self.datasetID(dataset, db)
+                return (
+                    datasetID,
+                    try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)")
+                        ?? 0
+                )
+            }
+            folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
+            return try state.pool.read { db in
+                let index = StateScopeIndexReader(db, datasetID: datasetID)
+                guard let rules = try index.rules(at: try index.end()) else { return [:] }
+                var check = try ScopeWriteCheck(
+                    rules.evaluator, identity: identity, state: StateScopeStateReader(db: db, datasetID: datasetID))
+                var refusals: [Int: String] = [:]
+                for (position, change) in changes.enumerated() {
+                    if let reason = try check.refusal(of: change) { refusals[position] = reason }
+                }
+                return refusals
+            }
+        }
+    }
+
+    /// The changes that give a device `row` as the state holds it now (``SnapshotChanges``).
+    private func currentChanges(of row: ScopedRow, datasetID: Int64, _ db: Database) throws -> [Change] {
+        guard
+            let stored = try db.fetchOne(
+                """
+                SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
+                WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
+                """)
+        else { return [] }
+        let merged = try MergedRow(
+            created: try Self.version(stored, clockAt: 0), deleted: try Self.version(stored, clockAt: 2),
+            packedCells: try stored.decode(Data?.self, at: 4))
+        return try SnapshotChanges.of(
+            table: row.table, keyText: row.key, row: merged.versions,
+            cells: merged.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) })
+    }
+
+    /// Up to `limit` of the log's changes of `datasetID` after serial `from` through `to`, with
+    /// their serials, leaving out `site`'s own; and the serial read through (`to` when fewer were
+    /// left).
+    private func loggedChanges(
+        datasetID: Int64, after from: Int64, through to: Int64, excluding site: SiteID?, limit: Int
+    ) throws -> (changes: [(serial: Int64, change: Change)], readThrough: Int64) {
+        try pool.read { db in
             let cursor = try db.fetchCursor(
                 """
-                SELECT body FROM server_log
+                SELECT serial, body FROM server_log
                 WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(to) AND site IS NOT \(site?.bytes)
-                ORDER BY serial
+                ORDER BY serial LIMIT \(limit)
                 """)
+            var serials: [Int64] = []
             var bodies = LogPage.Entries()
-            while let row = try cursor.next() { try row.withUnsafeBytes(at: 0) { bodies.append($0) } }
-            return try Self.decodeLogBodies(bodies)
+            while let row = try cursor.next() {
+                serials.append(try row.decode(at: 0))
+                try row.withUnsafeBytes(at: 1) { bodies.append($0) }
+            }
+            let changes = Array(zip(serials, try Self.decodeLogBodies(bodies)))
+            return (changes, serials.count < limit ? to : serials.last ?? to)
         }
     }
 }

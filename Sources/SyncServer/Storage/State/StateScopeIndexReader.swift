@@ -136,3 +136,37 @@ final class StateScopeIndexReader: ScopeIndexReading {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+/// ``ScopeStateReading`` over `state.sqlite`'s rows and grants as they stand, in the read
+/// transaction of `db`.
+struct StateScopeStateReader: ScopeStateReading {
+    let db: Database
+    let datasetID: Int64
+
+    func current(_ row: ScopedRow) throws -> (values: [String: WireValue], isLive: Bool)? {
+        guard
+            let stored = try db.fetchOne(
+                """
+                SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
+                WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
+                """)
+        else { return nil }
+        let merged = try MergedRow(
+            created: try SQLiteSyncStorage.version(stored, clockAt: 0),
+            deleted: try SQLiteSyncStorage.version(stored, clockAt: 2),
+            packedCells: try stored.decode(Data?.self, at: 4))
+        var values = try ProtocolJSON.decodeValues(Data(row.key.utf8))
+        for (name, cell) in merged.cells { values[name] = cell.value }
+        return (values, merged.created != nil && !merged.isDeleted)
+    }
+
+    func grantedValues(kind: String, member: String) throws -> Set<String> {
+        Set(
+            try db.fetchAll(
+                """
+                SELECT value FROM state_scope_grants
+                WHERE datasetID = \(datasetID) AND bucketKind = \(kind) AND member = \(member) AND removedAt IS NULL
+                """
+            ).map { try $0.decode(String.self, at: 0) })
+    }
+}
