@@ -3,11 +3,15 @@ import Foundation
 import SyncProtocol
 import SyncServer
 
-/// `ostore-server rules check --dataset NAME FILE` and `rules check --schema SCHEMA FILE`.
+/// `ostore-server rules check --dataset NAME FILE`, `rules check --schema SCHEMA FILE`,
+/// `rules set --dataset NAME FILE` and `rules show --dataset NAME`.
 enum RulesCommand: Command {
     static let name = "rules"
-    static let synopsis = "check (--dataset NAME [--data DIR | --postgres URL] | --schema SCHEMA) FILE"
-    static let summary = "Check a scope rules file (who reads and writes which rows) against a dataset's schema."
+    static let synopsis =
+        "check (--dataset NAME | --schema SCHEMA) FILE | set --dataset NAME FILE | show --dataset NAME "
+        + "[--data DIR | --postgres URL]"
+    static let summary =
+        "Check, set or show a dataset's scope rules: which rows each user reads and writes."
     static let options =
         StorageLocation.options + [
             CommandOption(
@@ -26,15 +30,75 @@ enum RulesCommand: Command {
         select, parent filters without a foreign key to the parent's primary key, and parent
         filters in a circle.
 
-        exit status: 0 the rules fit, 1 they do not (each problem on its own line), 2 usage,
-        storage or file error
+        set checks the file the same way against the newest schema the dataset's devices announced,
+        then makes it the dataset's rules: every device's next pull and push are served under them
+        (a running server reads them at its next request; its request log says so with a
+        scopeRules line). show prints the rules in force (their version and when they were set on
+        standard error). Rules need the
+        embedded SQLite storage (--data DIR) in this release.
+
+        exit status: 0 the rules fit (check, set) or were shown, 1 they do not fit (each problem on
+        its own line), 2 usage, storage or file error
         """
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
-        guard arguments.positionals.count == 2, arguments.positionals[0] == "check" else {
+        switch (arguments.positionals.first, arguments.positionals.count) {
+        case ("check", 2): return check(arguments)
+        case ("set", 2): return set(arguments)
+        case ("show", 1): return show(arguments)
+        default:
             Console.error("usage: ostore-server rules \(synopsis)")
             return .failure
         }
+    }
+
+    private static func set(_ arguments: ParsedArguments) -> ExitStatus {
+        guard let dataset = arguments.values["--dataset"] else {
+            Console.error("ostore-server rules set: name the dataset with --dataset NAME")
+            return .failure
+        }
+        let path = arguments.positionals[1]
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            Console.error("ostore-server rules set: \(path) cannot be read: \(error.localizedDescription)")
+            return .failure
+        }
+        guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
+        do {
+            try storage.setScopeRules(text, dataset: dataset)
+            let version = try storage.scopeRules(of: dataset)?.version ?? 0
+            Console.output("dataset \(dataset) is served under the rules of \(path) (version \(version))")
+            return .success
+        } catch {
+            Console.error("ostore-server rules set: \(error)")
+            return error.kind == .invalidArgument && error.description.contains("do not fit") ? .findings : .failure
+        }
+    }
+
+    private static func show(_ arguments: ParsedArguments) -> ExitStatus {
+        guard let dataset = arguments.values["--dataset"] else {
+            Console.error("ostore-server rules show: name the dataset with --dataset NAME")
+            return .failure
+        }
+        guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
+        do {
+            guard let rules = try storage.scopeRules(of: dataset) else {
+                Console.output("dataset \(dataset) has no scope rules: every token reads and writes all of it")
+                return .success
+            }
+            // The file alone on standard output, so that it can be saved and set again.
+            Console.error("version \(rules.version), set \(ISO8601DateFormatter().string(from: rules.setAt))")
+            Console.output(rules.text)
+            return .success
+        } catch {
+            Console.error("ostore-server rules show: \(error)")
+            return .failure
+        }
+    }
+
+    private static func check(_ arguments: ParsedArguments) -> ExitStatus {
         let path = arguments.positionals[1]
         let rules: ScopeRules
         do {

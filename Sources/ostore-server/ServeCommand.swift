@@ -206,6 +206,12 @@ enum ServeCommand: Command {
         let service = SyncService(
             storage: storage, limits: limits, allowsTestClock: allowsTestClock,
             pullWaits: .init(total: waitingPulls, perAddress: waitingPullsPerIP), jsonWebTokens: jsonWebTokens)
+        service.reportScopeRules { dataset, version in
+            RequestLog.write([
+                "event": "scopeRules",
+                "message": "dataset \(dataset) is served under version \(version) of its scope rules",
+            ])
+        }
         var configuration = HTTPServer.Configuration(
             address: arguments.values["--host"] ?? "127.0.0.1", port: port, threads: threads,
             connectionLimit: Self.connectionLimit, perIPConnectionLimit: perIPConnections, maxBodyBytes: maxBody,

@@ -38,13 +38,7 @@ struct RulesCommandTests {
         let definition = try Self.definition()
         do {
             let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")), folds: false)
-            _ = try storage.recordSchema(
-                SchemaDescription(
-                    version: SchemaVersion(1, 1), fingerprint: definition.fingerprint,
-                    tables: Dictionary(
-                        uniqueKeysWithValues: definition.tables.map { ($0.name, $0.columns.map(\.name)) }),
-                    definition: definition),
-                dataset: "family", mayMoveDataset: true)
+            try storage.recordDefinition(definition, version: SchemaVersion(1, 1), dataset: "family")
         }
         let fits = try run(server, ["rules", "check", "--dataset", "family", directory.path("rules.json")] + data)
         #expect(fits.status == 0, "\(String(decoding: fits.error, as: UTF8.self))")

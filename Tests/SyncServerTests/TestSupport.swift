@@ -256,3 +256,16 @@ extension SyncService {
         return handle(HTTPRequest(method: "POST", path: "/v1/datasets/family/pull", headers: headers, body: body))
     }
 }
+
+extension SyncStorage {
+    /// Records `definition` as version `version` of `dataset`'s schema, as a device's hello
+    /// announcing it does.
+    func recordDefinition(_ definition: SchemaDefinition, version: SchemaVersion, dataset: String) throws {
+        _ = try recordSchema(
+            SchemaDescription(
+                version: version, fingerprint: definition.fingerprint,
+                tables: Dictionary(uniqueKeysWithValues: definition.tables.map { ($0.name, $0.columns.map(\.name)) }),
+                definition: definition),
+            dataset: dataset, mayMoveDataset: true)
+    }
+}

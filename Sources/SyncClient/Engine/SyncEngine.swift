@@ -332,7 +332,7 @@ public final class SyncEngine {
     }
 
     /// Marks what the server acknowledged of `batch`; when it refused one change (a 400 naming
-    /// it), pushes those before it, keeps it with the server's reason, and leaves the rest for the
+    /// it, or a 403 `out_of_scope`), pushes those before it, keeps it with the server's reason, and leaves the rest for the
     /// next read; when it stored none of it because the batch before was missing
     /// (`previous_push_missing`), leaves it all. Returns whether the whole batch is acknowledged.
     private func settle(
@@ -362,8 +362,9 @@ public final class SyncEngine {
                 // A 413 for a push of one change names that change as a 400 does (the server's
                 // limit went down since the hello announced it).
                 let named = error.status == 413 && changes.count == 1 ? 0 : error.changeIndex
-                guard error.kind == .server, error.status == 400 || error.status == 413, let index = named,
-                    changes.indices.contains(index)
+                // A change outside the writer's scope (403 out_of_scope) is named as a 400 names one.
+                guard error.kind == .server, error.status == 400 || error.status == 413 || error.code == .outOfScope,
+                    let index = named, changes.indices.contains(index)
                 else { throw error }
                 guard index == 0 else {
                     changes = Array(changes.prefix(index))

@@ -373,7 +373,8 @@ public struct CanonicalJSONWriter: Sendable {
         append(UInt8(ascii: "}"))
     }
 
-    /// A pull page, its members in sorted order: changes, cursor, hasMore, phase, remaining.
+    /// A pull page, its members in sorted order: changes, cursor, hasMore, phase, remaining,
+    /// removed (when set; each row's members `key`, `table`).
     public mutating func write(_ response: PullResponse) throws {
         makeUnique()
         try openWith(response.changes)
@@ -383,6 +384,17 @@ public struct CanonicalJSONWriter: Sendable {
         string(response.phase.rawValue)
         raw(#","remaining":"#)
         integer(response.remaining)
+        if let removed = response.removed {
+            raw(#","removed":["#)
+            for (index, row) in removed.enumerated() {
+                raw(index == 0 ? #"{"key":"# : #",{"key":"#)
+                try write(row.key)
+                raw(#","table":"#)
+                string(row.table)
+                append(UInt8(ascii: "}"))
+            }
+            append(UInt8(ascii: "]"))
+        }
         append(UInt8(ascii: "}"))
     }
 

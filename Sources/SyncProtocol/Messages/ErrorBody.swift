@@ -64,6 +64,9 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
     /// The request's site id is bound to another token of the dataset (the first that said hello
     /// or pushed as it, unless since revoked): one token holder cannot push as another's device.
     case siteForbidden = "site_forbidden"
+    /// A change of a push is outside its writer's write scope under the dataset's scope rules
+    /// (section 17): `changeIndex` names the first; nothing of the push is stored.
+    case outOfScope = "out_of_scope"
     /// No such route, or a dataset name that is not `[a-z0-9][a-z0-9_-]{0,62}`.
     case notFound = "not_found"
     /// A known route with another method; the `Allow` header names the right one.
@@ -115,7 +118,7 @@ public enum ErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
         case .bodyTooLarge: 413
         case .unsupportedMediaType, .unsupportedContentEncoding: 415
         case .unauthorized: 401
-        case .forbidden, .readOnlyToken, .siteForbidden: 403
+        case .forbidden, .readOnlyToken, .siteForbidden, .outOfScope: 403
         case .notFound: 404
         case .methodNotAllowed: 405
         case .upgradeRequired, .schemaConflict, .previousPushMissing, .majorNotAllowed: 409

@@ -55,12 +55,34 @@ public struct PullResponse: Codable, Sendable, Hashable {
     public var phase: Phase
     /// At most this many changes remain after this page (for progress; exact for snapshots).
     public var remaining: Int64
+    /// The rows that left the pulling subject's read scope (section 17.3), which the device
+    /// removes without recording a delete; absent in a pull of a dataset without scope rules,
+    /// or by a token outside every scope.
+    public var removed: [RemovedRow]?
 
-    public init(changes: [Change], cursor: String, hasMore: Bool, phase: Phase, remaining: Int64) {
+    public init(
+        changes: [Change], cursor: String, hasMore: Bool, phase: Phase, remaining: Int64, removed: [RemovedRow]? = nil
+    ) {
         self.changes = changes
         self.cursor = cursor
         self.hasMore = hasMore
         self.phase = phase
         self.remaining = remaining
+        self.removed = removed
+    }
+}
+
+/// A row by its table and key, as a pull page names the rows that left its subject's scope.
+///
+/// ```swift
+/// let gone = RemovedRow(table: "lists", key: ["id": .text("groceries")])
+/// ```
+public struct RemovedRow: Codable, Sendable, Hashable {
+    public var table: String
+    public var key: [String: WireValue]
+
+    public init(table: String, key: [String: WireValue]) {
+        self.table = table
+        self.key = key
     }
 }

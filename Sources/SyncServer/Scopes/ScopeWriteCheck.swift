@@ -14,8 +14,8 @@ protocol ScopeStateReading {
 /// or delete of a row it may not write is refused), and so must the row after it (an insert, or
 /// an update that would move a row out of the writer's scope or into another's); an insert or
 /// update sets only the table's writable columns. A parent filter follows the parent row as it
-/// stands, changed by the changes of the same batch before it that were taken; memberships count
-/// as they stood when the batch came. An identity without a subject writes everywhere.
+/// stands, changed by the changes of the same batch before it that were taken (a list made and a
+/// reminder put on it in one push). An identity without a subject writes everywhere.
 ///
 /// ```swift
 /// var check = try ScopeWriteCheck(rules.evaluator, identity: bob, state: reader)
@@ -25,7 +25,9 @@ struct ScopeWriteCheck {
     private let evaluator: ScopeEvaluator
     private let identity: ScopeIdentity
     private let state: any ScopeStateReading
-    private let granted: Set<ScopeBucket>
+    private var granted: Set<ScopeBucket>
+    /// The identity's text each write membership's where column is compared with, by bucket kind.
+    private let members: [String: String]
     private var writable: [ScopedRow: Bool] = [:]
     /// Rows as the changes taken so far left them.
     private var written: [ScopedRow: (values: [String: WireValue], isLive: Bool)] = [:]
@@ -35,16 +37,19 @@ struct ScopeWriteCheck {
         self.identity = identity
         self.state = state
         var granted = evaluator.fixedBuckets(.write, for: identity)
+        var members: [String: String] = [:]
         if identity.subject != nil {
             for membership in evaluator.memberships(.write) {
                 guard let member = identity.text(of: membership.equals) else { continue }
                 let kind = ScopeBucket.kind(of: membership)
+                members[kind] = member
                 for value in try state.grantedValues(kind: kind, member: member) {
                     granted.insert(ScopeBucket(kind: kind, value: value))
                 }
             }
         }
         self.granted = granted
+        self.members = members
     }
 
     /// Why `change` is outside the writer's write scope; nil when it is inside, and the rows the
@@ -59,10 +64,23 @@ struct ScopeWriteCheck {
 
     private mutating func take(_ change: Change) throws {
         let row = ScopedRow(table: change.table, key: try Self.keyText(change.key))
-        var values = change.op == .insert ? change.key : try current(row)?.values ?? change.key
+        let before = try current(row)
+        var values = change.op == .insert ? change.key : before?.values ?? change.key
         values.merge(change.columns) { $1 }
         written[row] = (values, change.op != .delete)
         writable = [:]
+        // A membership row of the writer's, made, moved or deleted: what it grants changes with it.
+        if let before, before.isLive {
+            for grant in grantsToWriter(ofRowIn: change.table, values: before.values) { granted.remove(grant) }
+        }
+        if change.op != .delete {
+            for grant in grantsToWriter(ofRowIn: change.table, values: values) { granted.insert(grant) }
+        }
+    }
+
+    private func grantsToWriter(ofRowIn table: String, values: [String: WireValue]) -> [ScopeBucket] {
+        evaluator.membershipGrants(ofRowIn: table, values: { values[$0] })
+            .filter { members[$0.kind] == $0.member }.map(\.bucket)
     }
 
     private func current(_ row: ScopedRow) throws -> (values: [String: WireValue], isLive: Bool)? {

@@ -15,6 +15,12 @@ struct PullCursor: Codable, Hashable {
     /// The fingerprint of the log up to ``logSerial`` (``LogChain``) when the cursor was issued;
     /// absent at serial 0 and for an entry stored before fingerprints.
     var mark: Int64?
+    /// Where the scoped reads of a subject stand, for a dataset with scope rules (then neither
+    /// `snapshot` nor `serial` is set), with the subject it was issued to and the digest of the
+    /// claims its rules read (``ScopedIdentityDigest``).
+    var scope: ScopedCursor?
+    var subject: String?
+    var claims: String?
 
     static func snapshot(_ position: SnapshotPosition, dataset: String, incarnation: String?, chain: Int64?)
         -> PullCursor
@@ -28,8 +34,20 @@ struct PullCursor: Codable, Hashable {
             dataset: dataset, snapshot: nil, serial: serial, incarnation: incarnation, mark: chain)
     }
 
+    static func scoped(
+        _ scope: ScopedCursor, dataset: String, incarnation: String?, subject: String, claims: String
+    ) -> PullCursor {
+        var cursor = PullCursor(dataset: dataset, snapshot: nil, serial: nil, incarnation: incarnation, mark: nil)
+        cursor.scope = scope
+        cursor.subject = subject
+        cursor.claims = claims
+        return cursor
+    }
+
     /// The log serial this cursor has read up to: the log phase resumes after it.
-    var logSerial: Int64 { serial ?? snapshot?.startSerial ?? 0 }
+    var logSerial: Int64 {
+        serial ?? snapshot?.startSerial ?? scope.map { ScopePosition.serial(of: $0.from ?? 0) } ?? 0
+    }
 
     /// Refuses a cursor the dataset as it is now cannot serve: one of another incarnation (the
     /// storage was restored from a backup since), or one past the newest serial (the log lost its
@@ -104,7 +122,7 @@ struct PullCursor: Codable, Hashable {
             let expected = try Crypto.hmacSHA256(key: key.secret, message: Data(text.utf8))
             guard Crypto.constantTimeEqual(expected, mac), let json = Data(base64URLEncoded: payload),
                 let cursor = try? JSONDecoder().decode(PullCursor.self, from: json),
-                (cursor.snapshot == nil) != (cursor.serial == nil)
+                [cursor.snapshot != nil, cursor.serial != nil, cursor.scope != nil].filter({ $0 }).count == 1
             else {
                 throw ErrorBody(
                     .invalidCursor,

@@ -45,6 +45,10 @@ public final class SyncService: Sendable {
     let jsonWebTokens: JWTVerifier?
     /// The HTTP layer's open connections, for `/metrics`.
     let openConnections: LockedState<(@Sendable () -> Int)?> = LockedState(nil)
+    /// Told the first time a dataset is served under a version of its scope rules, for the
+    /// request log; with the version each dataset was served under last.
+    private let scopeRulesSeen = LockedState<(report: (@Sendable (String, Int64) -> Void)?, versions: [String: Int64])>(
+        (nil, [:]))
 
     /// A service over `storage`. It keeps the pull cursor keys it reads from the storage for
     /// `cursorKeysRefresh` (``PullCursorKeys``): a rotation by another process reaches it within
@@ -131,6 +135,29 @@ public final class SyncService: Sendable {
     /// ```
     public func reportAnswers(_ sink: @escaping @Sendable (HTTPRequest, HTTPResponse, UInt64) -> Void) {
         answerSink.withLock { $0 = sink }
+    }
+
+    /// Tells `report` the first time this service serves a dataset under a version of its scope
+    /// rules (``SyncStorage/setScopeRules(_:dataset:)``), with the dataset and the version.
+    ///
+    /// ```swift
+    /// service.reportScopeRules { dataset, version in log("\(dataset) is served under rules \(version)") }
+    /// ```
+    public func reportScopeRules(_ report: @escaping @Sendable (_ dataset: String, _ version: Int64) -> Void) {
+        scopeRulesSeen.withLock { $0.report = report }
+    }
+
+    /// The version of `dataset`'s scope rules when `storage` serves scopes and the dataset has
+    /// rules, told to the request log the first time it is seen.
+    private func scopeRulesVersion(of dataset: String, _ storage: any ScopedStorage) throws(ServerError) -> Int64? {
+        guard let version = try storage.scopeRulesVersion(of: dataset) else { return nil }
+        let report = scopeRulesSeen.withLock { seen -> (@Sendable (String, Int64) -> Void)? in
+            guard seen.versions[dataset] != version else { return nil }
+            seen.versions[dataset] = version
+            return seen.report
+        }
+        report?(dataset, version)
+        return version
     }
 
     /// Where `/metrics` reads the number of open connections from.
@@ -330,7 +357,7 @@ public final class SyncService: Sendable {
                 preconditionFailure("pushes are answered by reply(to:), which may defer them")
             case .pull:
                 let pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
-                return try self.pull(pull, dataset: dataset).response
+                return try self.pull(pull, dataset: dataset, grant: grant).response
             }
         }
     }
@@ -546,6 +573,7 @@ public final class SyncService: Sendable {
     /// Stores a prepared push whose batch before is stored, wakes pushes waiting for it, and
     /// answers it.
     private func store(_ prepared: PreparedPush) throws -> HTTPResponse {
+        try checkWriteScope(prepared)
         // The site's binding is checked (and made) in the transaction that stores the batch.
         let stored = try storage.storeBatch(
             prepared.batch, site: prepared.site, clientSchema: prepared.schemaVersion, dataset: prepared.dataset,
@@ -555,6 +583,24 @@ public final class SyncService: Sendable {
         if stored.appended > 0 { waitingPulls.changed(dataset: prepared.dataset) }
         waitingPushes.stored(dataset: prepared.dataset, site: prepared.site)
         return try Self.json(PushResponse(site: prepared.site, acknowledgedThrough: stored.acknowledgedThrough))
+    }
+
+    /// Refuses a subject's push to a dataset with scope rules whose changes not stored yet include
+    /// one outside the subject's write scope: `403 out_of_scope` naming the first (section 17.2).
+    private func checkWriteScope(_ prepared: PreparedPush) throws {
+        guard let subject = prepared.grant.subject, let scoped = storage as? any ScopedStorage,
+            try scopeRulesVersion(of: prepared.dataset, scoped) != nil
+        else { return }
+        let stored = try storage.datasetState(prepared.dataset, site: prepared.site).siteHighWater
+        let changes = prepared.batch.changes
+        let fresh = changes.indices.filter { changes[$0].seq > stored }
+        let refusals = try scoped.scopeWriteRefusals(
+            fresh.map { changes[$0] }, identity: ScopeIdentity(subject: subject, claims: prepared.grant.claims),
+            dataset: prepared.dataset)
+        if let first = refusals.keys.min(), let reason = refusals[first] {
+            let index = fresh[first]
+            throw ErrorBody(.outOfScope, "change \(index): \(reason); nothing was stored", changeIndex: index)
+        }
     }
 
     /// For a push whose batch before is not stored yet: its answer, deferred until that batch is
@@ -616,14 +662,15 @@ public final class SyncService: Sendable {
     /// until another site's change is stored in the dataset, its wait passes, or the server stops.
     private func replyToPull(_ request: HTTPRequest, dataset: String, started: UInt64, route: Route) -> HTTPReply {
         let pull: PullRequest
+        let grant: TokenGrant
         let answer: PullAnswer
         let seen: WaitingPulls.Generation
         do {
-            _ = try grant(of: request, dataset: dataset, endpoint: .pull)
+            grant = try self.grant(of: request, dataset: dataset, endpoint: .pull)
             pull = try ProtocolJSON.decode(PullRequest.self, from: request.body, limits: limits)
             // Before the page is read: a change stored after this wakes the pull once it waits.
             seen = waitingPulls.generation(of: dataset)
-            answer = try self.pull(pull, dataset: dataset)
+            answer = try self.pull(pull, dataset: dataset, grant: grant)
         } catch {
             return .response(finish(request, started: started, route: route) { throw error })
         }
@@ -637,7 +684,7 @@ public final class SyncService: Sendable {
             dataset: dataset, site: pull.site, address: request.remoteAddress, deadline: .now + wait,
             answer: { [self] final, pages in
                 do {
-                    let now = try self.pull(pull, dataset: dataset, sharing: pages)
+                    let now = try self.pull(pull, dataset: dataset, grant: grant, sharing: pages)
                     if now.isCaughtUp && !final { return nil }
                     return finish(request, started: started, route: route, waited: true) { now.response }
                 } catch {
@@ -674,14 +721,23 @@ public final class SyncService: Sendable {
         let isCaughtUp: Bool
     }
 
-    /// `pull`'s answer; with `pages`, a log page read for pulls answered together is its answer
-    /// when it carries no change of the pull's site.
-    func pull(_ pull: PullRequest, dataset: String, sharing pages: SharedLogPages? = nil) throws -> PullAnswer {
+    /// `pull`'s answer for `grant` (nil: the operator's, outside every scope); with `pages`, a log
+    /// page read for pulls answered together is its answer when it carries no change of the
+    /// pull's site. A subject's pull of a dataset with scope rules reads its scope
+    /// (``scopedPull(_:dataset:subject:grant:storage:limit:)``).
+    func pull(_ pull: PullRequest, dataset: String, grant: TokenGrant? = nil, sharing pages: SharedLogPages? = nil)
+        throws -> PullAnswer
+    {
         try checkProtocol(pull.protocolVersion)
         let datasetVersion = try storage.schemaVersion(of: dataset)
         try ErrorBody.requireMaySync(client: pull.schemaVersion, dataset: datasetVersion, pushing: false)
         if let problem = pull.problem { throw ErrorBody(.invalidMessage, problem) }
         let limit = min(pull.limit ?? 1_000, limits.maxChangesPerPull)
+        if let grant, let subject = grant.subject, let scoped = storage as? any ScopedStorage,
+            try scopeRulesVersion(of: dataset, scoped) != nil
+        {
+            return try scopedPull(pull, dataset: dataset, subject: subject, grant: grant, storage: scoped, limit: limit)
+        }
         if let pages, let text = pull.cursor {
             let shared = try pages.page(for: .init(dataset: dataset, cursor: text, limit: limit)) {
                 () throws -> SharedLogPages.Page? in
@@ -727,6 +783,49 @@ public final class SyncService: Sendable {
                 changes: page.changes, cursor: try cursorKeys.seal(next), hasMore: true, phase: .snapshot,
                 remaining: max(page.position.rowsTotal - page.position.rowsDone, 0)))
         return PullAnswer(response: .json(writer.data), isCaughtUp: false)
+    }
+
+    /// A pull of `subject`, of a dataset with scope rules: the move of its read scope since its
+    /// cursor (section 17.3), the rows that left it in `removed`. A cursor of another subject, of
+    /// other claims, or issued before the rules is refused as `invalid_cursor`.
+    private func scopedPull(
+        _ pull: PullRequest, dataset: String, subject: String, grant: TokenGrant, storage: any ScopedStorage,
+        limit: Int
+    ) throws -> PullAnswer {
+        let claims = ScopedIdentityDigest.of(grant.claims)
+        var scope: ScopedCursor?
+        let state: DatasetState
+        if let text = pull.cursor {
+            let cursor: PullCursor
+            (cursor, state) = try openCursor(text, dataset: dataset, site: pull.site)
+            guard let read = cursor.scope, cursor.subject == subject, cursor.claims == claims else {
+                throw ErrorBody(
+                    .invalidCursor,
+                    cursor.scope == nil
+                        ? "the dataset has scope rules since this cursor was issued; pull again without a cursor"
+                        : "the cursor was issued to another user, or to a token with other claims; pull again "
+                            + "without a cursor")
+            }
+            scope = read
+        } else {
+            state = try storage.datasetState(dataset, site: pull.site)
+        }
+        let page = try storage.readScopedChanges(
+            dataset: dataset, identity: ScopeIdentity(subject: subject, claims: grant.claims), after: scope,
+            limit: limit, excluding: pull.site)
+        metrics.recordPulled(page.changes.count)
+        let next = PullCursor.scoped(
+            page.cursor, dataset: dataset, incarnation: state.incarnation, subject: subject, claims: claims)
+        let removed = try page.removed.map { row in
+            RemovedRow(table: row.table, key: try ProtocolJSON.decodeValues(Data(row.key.utf8)))
+        }
+        var writer = CanonicalJSONWriter(capacity: 256 * page.changes.count + 64 * removed.count + 256)
+        try writer.write(
+            PullResponse(
+                changes: page.changes, cursor: try cursorKeys.seal(next), hasMore: page.hasMore,
+                phase: scope?.from == nil ? .snapshot : .log, remaining: 0, removed: removed))
+        return PullAnswer(
+            response: .json(writer.data), isCaughtUp: !page.hasMore && page.changes.isEmpty && removed.isEmpty)
     }
 
     /// The cursor `text`, opened and checked against the dataset's state, read with it.

@@ -129,6 +129,52 @@ public protocol SyncStorage: Sendable {
     /// let observation = storage.observeChangesOfOtherServers { dataset in wake(dataset) }
     /// ```
     func observeChangesOfOtherServers(_ changed: @escaping @Sendable (String?) -> Void) -> (any ChangeObservation)?
+
+    // MARK: Scopes
+
+    /// Makes the rules file `text` (``ScopeRules``) `dataset`'s scope rules, checked against the
+    /// newest schema definition its devices announced; every device's next pull and push are
+    /// served under them. Throws ``ServerError`` (kind `invalidArgument`) listing every problem of
+    /// the file, or saying that this storage cannot serve rules.
+    ///
+    /// ```swift
+    /// try storage.setScopeRules(try String(contentsOfFile: "rules.json", encoding: .utf8), dataset: "family")
+    /// ```
+    func setScopeRules(_ text: String, dataset: String) throws(ServerError)
+    /// `dataset`'s scope rules; nil when it has none.
+    func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary?
+}
+
+/// A storage that serves datasets under scope rules (``ScopeRules``): the embedded SQLite
+/// storage, whose fold keeps the scope index (``StateScopeIndex``).
+protocol ScopedStorage: SyncStorage {
+    /// The version of `dataset`'s rules; nil when it has none.
+    func scopeRulesVersion(of dataset: String) throws(ServerError) -> Int64?
+    func readScopedChanges(
+        dataset: String, identity: ScopeIdentity, after cursor: ScopedCursor?, limit: Int, excluding site: SiteID?
+    ) throws -> ScopedChanges
+    func scopeWriteRefusals(_ changes: [Change], identity: ScopeIdentity, dataset: String) throws -> [Int: String]
+}
+
+/// A dataset's scope rules as an operator sees them (``SyncStorage/scopeRules(of:)``).
+public struct ScopeRulesSummary: Sendable, Hashable {
+    /// Grows by one with every ``SyncStorage/setScopeRules(_:dataset:)``.
+    public var version: Int64
+    /// The rules file as it was given.
+    public var text: String
+    public var setAt: Date
+}
+
+extension SyncStorage {
+    /// A storage that serves no scope rules refuses them.
+    public func setScopeRules(_ text: String, dataset: String) throws(ServerError) {
+        throw ServerError(
+            .invalidArgument, "this storage serves no scope rules",
+            fix: "scope rules need the embedded SQLite storage (serve --data DIR) in this release")
+    }
+
+    /// A storage that serves no scope rules has none.
+    public func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary? { nil }
 }
 
 /// Changes of other servers being observed (``SyncStorage/observeChangesOfOtherServers(_:)``),

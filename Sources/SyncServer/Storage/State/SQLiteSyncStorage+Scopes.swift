@@ -13,7 +13,58 @@ struct ScopedChanges: Sendable {
     var hasMore: Bool
 }
 
-extension SQLiteSyncStorage {
+extension SQLiteSyncStorage: ScopedStorage {
+    public func setScopeRules(_ text: String, dataset: String) throws(ServerError) {
+        guard let (version, definition) = try schemaDefinitions(of: dataset).max(by: { $0.key < $1.key }) else {
+            throw ServerError(
+                .invalidArgument,
+                "no device of dataset \(dataset) has announced its schema's definition yet, so the rules cannot be "
+                    + "checked", fix: "sync a device of the app first, then set the rules")
+        }
+        do {
+            try setScopeRules(text, definition: definition, dataset: dataset)
+        } catch let problem as ScopeRuleProblem {
+            throw ServerError(.invalidArgument, "the rules file: \(problem)", fix: "see docs/scoped-sync.md")
+        } catch let refused as ScopeRulesRefused {
+            throw ServerError(
+                .invalidArgument,
+                "the rules do not fit schema \(version) of dataset \(dataset):\n"
+                    + refused.problems.map { "  \($0)" }.joined(separator: "\n"),
+                fix: "check the file with `ostore-server rules check --dataset \(dataset) FILE`")
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(.storage, "setting the scope rules of dataset \(dataset) failed: \(error)")
+        }
+    }
+
+    public func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary? {
+        try serverWork("reading the scope rules of dataset \(dataset)") {
+            try pool.read { db in
+                let datasetID = try self.datasetID(dataset, db)
+                return try db.fetchOne(
+                    "SELECT version, rules, setAt FROM server_scope_rules WHERE datasetID = \(datasetID)"
+                ).map { row in
+                    ScopeRulesSummary(
+                        version: try row.decode(at: 0), text: try row.decode(at: 1), setAt: try row.decode(at: 2))
+                }
+            }
+        }
+    }
+
+    func scopeRulesVersion(of dataset: String) throws(ServerError) -> Int64? {
+        try serverWork("reading the scope rules of dataset \(dataset)") {
+            try pool.read { db in
+                try db.fetchValue(
+                    Int64.self,
+                    """
+                    SELECT r.version FROM server_scope_rules AS r JOIN server_datasets AS d ON d.id = r.datasetID
+                    WHERE d.name = \(dataset)
+                    """)
+            }
+        }
+    }
+
     /// Makes `rulesText` (a rules file, ``ScopeRules``) the scope rules of `dataset`, checked
     /// against `definition`; the fold brings the scope index to them before any change after.
     func setScopeRules(_ rulesText: String, definition: SchemaDefinition, dataset: String) throws {
@@ -36,7 +87,7 @@ extension SQLiteSyncStorage {
                     """)
             }
         }
-        folder.foldSoon()
+        folder.foldNow(timeout: .zero)
     }
 
     /// A page of at most `limit` rows and changes of `dataset` that move `identity`'s read scope on
@@ -58,13 +109,7 @@ extension SQLiteSyncStorage {
                 )
             }
             if cursor.map({ $0.from == $0.to }) ?? true {
-                folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
-                // Rules set since the last fold: the round that relinks the index to them.
-                if try state.pool.read({ db in try StateScopeIndex.appliedVersion(datasetID: datasetID, db) })
-                    != rulesVersion
-                {
-                    folder.waitUntilFolded()
-                }
+                try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             }
             return try state.pool.read { db in
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
@@ -115,15 +160,17 @@ extension SQLiteSyncStorage {
     /// dataset's newest change, and the batch's earlier changes that pass. None without rules.
     func scopeWriteRefusals(_ changes: [Change], identity: ScopeIdentity, dataset: String) throws -> [Int: String] {
         try storageWork("checking a push of \(identity.subject ?? "no subject") in dataset \(dataset)") {
-            let (datasetID, last) = try pool.read { db in
+            let (datasetID, last, rulesVersion) = try pool.read { db in
                 let datasetID = try self.datasetID(dataset, db)
                 return (
                     datasetID,
                     try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)")
-                        ?? 0
+                        ?? 0,
+                    try db.fetchValue(
+                        Int64.self, "SELECT version FROM server_scope_rules WHERE datasetID = \(datasetID)")
                 )
             }
-            folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
+            try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             return try state.pool.read { db in
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
                 guard let rules = try index.rules(at: try index.end()) else { return [:] }
@@ -135,6 +182,22 @@ extension SQLiteSyncStorage {
                 }
                 return refusals
             }
+        }
+    }
+
+    /// Waits until the state is folded through serial `last` of `datasetID` and its scope index
+    /// follows rules version `rulesVersion`: rules set by another process (`ostore-server rules
+    /// set` beside a running server) are folded in by a round started for them.
+    private func catchUp(datasetID: Int64, through last: Int64, rulesVersion: Int64?) throws {
+        folder.waitUntilFolded(datasetID: datasetID, through: last, timeout: .seconds(10))
+        func follows() throws -> Bool {
+            try state.pool.read { db in try StateScopeIndex.appliedVersion(datasetID: datasetID, db) } == rulesVersion
+        }
+        guard try !follows() else { return }
+        folder.foldNow(timeout: .seconds(10))
+        guard try follows() else {
+            throw ServerError(
+                .unavailable, "the scope index does not follow the dataset's rules yet", fix: "retry shortly")
         }
     }
 

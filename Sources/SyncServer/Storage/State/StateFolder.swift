@@ -123,9 +123,12 @@ final class StateFolder: Sendable {
         }
     }
 
-    /// Starts a round now, though no push handed anything over: one that brings the scope index
-    /// to rules set since (``SQLiteSyncStorage/setScopeRules(_:definition:dataset:)``).
-    func foldSoon() {
+    /// Starts a round now, though no push handed anything over (one that brings the scope index to
+    /// rules set since, ``SQLiteSyncStorage/setScopeRules(_:definition:dataset:)``), and waits for
+    /// it to end, or `timeout` to pass, or the folder to stop or fail.
+    func foldNow(timeout: Duration) {
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         state.condition.lock()
         defer { state.condition.unlock() }
         if !state.pending {
@@ -134,6 +137,9 @@ final class StateFolder: Sendable {
         }
         state.urgent = true
         state.condition.broadcast()
+        while !state.stopped, state.failure == nil, state.pending || state.isFolding {
+            guard state.condition.wait(until: deadline) else { return }
+        }
     }
 
     /// Waits until every dataset's state has caught up with its log, or the folder has stopped.

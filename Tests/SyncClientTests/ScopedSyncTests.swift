@@ -1,0 +1,82 @@
+import Foundation
+import OfflineStore
+import SyncClient
+import SyncServer
+import TestSupport
+import Testing
+
+/// Devices of two users on a dataset served under scope rules set with `ostore-server rules set`
+/// while the server runs: each pulls only its user's lists and their reminders, and a change a
+/// user may not write is refused by the server and kept on the device with the reason.
+@Suite("Scoped sync between devices")
+struct ScopedSyncTests {
+    /// A list is its namesake's; a reminder is read and written by whoever's list it is on.
+    static let rules = """
+        {"tables": {
+          "remindersLists": {
+            "read": [{"column": "name", "equals": "subject"}], "write": [{"column": "name", "equals": "subject"}]
+          },
+          "reminders": {
+            "read": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}],
+            "write": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}]
+          },
+          "tags": {"read": ["everyone"], "write": ["everyone"]},
+          "reminderTags": {"read": [{"parent": "reminders"}], "write": [{"parent": "reminders"}]}
+        }}
+        """
+
+    @Test func eachUserSyncsTheirPartAndAChangeOutsideItIsKeptAsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.url.appendingPathComponent("data")
+        let server = try LiveServer(dataDirectory: data)
+        let admin = try SQLiteSyncStorage(directory: data, folds: false)
+        try admin.createDataset(named: "family")
+        func device(_ user: String, file: String? = nil) throws -> SyncPeer {
+            let token = try admin.createToken(
+                dataset: "family", readOnly: false, identity: TokenIdentity(subject: user))
+            return try SyncPeer(
+                name: user, path: directory.path(file ?? "\(user).sqlite"), server: server.baseURL, dataset: "family",
+                token: token.secret)
+        }
+        let alice = try device("alice")
+        let bob = try device("bob")
+        // The first hello brings the schema's definition, which the rules are checked against.
+        _ = try alice.engine.sync()
+        try Self.rules.write(toFile: directory.path("rules.json"), atomically: true, encoding: .utf8)
+        let set = try run(
+            try builtProduct("ostore-server").path,
+            ["rules", "set", "--dataset", "family", directory.path("rules.json"), "--data", data.path])
+        #expect(set.status == 0, "\(String(decoding: set.error, as: UTF8.self))")
+
+        try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('LA', 'alice')")
+        try alice.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('RA', 'Milk', 'LA')")
+        try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('LB', 'bob')")
+        try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('RB', 'Tea', 'LB')")
+        _ = try alice.engine.sync()
+        // A list made and a reminder put on it in one push.
+        #expect(try bob.engine.sync().refusedOutgoing == 0)
+        // Bob would hand his list to Alice: refused, and kept on his device.
+        try bob.db.execute("UPDATE remindersLists SET name = 'alice' WHERE id = 'LB'")
+        let report = try bob.engine.sync()
+        #expect(report.refusedOutgoing == 1)
+        let refused = try bob.log.refusedOutgoingChanges(bob.db)
+        #expect(refused.map(\.code) == ["out_of_scope"])
+        #expect(refused.first?.change.contains("LB") == true)
+        #expect(refused.first?.reason.contains("would put the row outside the writer's write scope") == true)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+
+        _ = try alice.engine.sync()
+        #expect(try alice.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id") == ["RA"])
+        #expect(try alice.db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id") == ["LA"])
+        #expect(try bob.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id") == ["RB"])
+        #expect(try bob.db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id") == ["LB"])
+        // A device downloading Bob's scope anew receives his rows alone.
+        let bobsOther = try device("bob", file: "bob-laptop.sqlite")
+        _ = try bobsOther.engine.sync()
+        #expect(try bobsOther.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id") == ["RB"])
+        #expect(try bobsOther.db.fetchAll(String.self, "SELECT name FROM remindersLists") == ["bob"])
+        let log = try String(contentsOf: server.logFile, encoding: .utf8)
+        #expect(log.contains(#""event":"scopeRules""#))
+        withExtendedLifetime(server) {}
+    }
+}
