@@ -90,13 +90,23 @@ struct ScopedReadTests {
         var rows: [ScopedRow: MergedRow] = [:]
 
         var cursor: ScopedCursor?
+        /// Each table's depth by foreign keys: rows that leave come deepest first, and a first
+        /// download's rows shallowest first.
+        static let depths =
+            (try? ScopeEvaluator(ScopeRules.read(from: Data(shared.utf8)), definition: SharedListsSchema.definition))?
+            .depths ?? [:]
 
         /// Pulls every page of the scope's move, `limit` rows and changes a page.
         mutating func pull(_ storage: SQLiteSyncStorage, limit: Int) throws {
             var page: ScopedChanges
+            var removedDepths: [Int] = []
+            var downloadedDepths: [Int] = []
+            let downloads = cursor == nil
             repeat {
                 page = try storage.readScopedChanges(
                     dataset: "family", identity: identity, after: cursor, limit: limit, excluding: nil)
+                removedDepths += page.removed.map { Self.depths[$0.table] ?? -1 }
+                if downloads { downloadedDepths += page.changes.map { Self.depths[$0.table] ?? -1 } }
                 var rowsOfPage = Set(page.removed)
                 for change in page.changes {
                     let key = try change.canonicalKeyJSON()
@@ -109,6 +119,8 @@ struct ScopedReadTests {
                 for row in page.removed { rows[row] = nil }
                 cursor = page.cursor
             } while page.hasMore
+            #expect(removedDepths == removedDepths.sorted(by: >), "children leave before their parents")
+            #expect(downloadedDepths == downloadedDepths.sorted(), "parents come before their children")
         }
     }
 
@@ -143,6 +155,7 @@ struct ScopedReadTests {
         func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
         var model = Model()
         var devices = Self.users.map { Device(identity: ScopeIdentity(subject: $0)) }
+        #expect(Device.depths["lists"] == 0 && Device.depths["reminders"] == 1 && Device.depths["listMembers"] == 1)
         var seq: Int64 = 0
         var pending: [Change] = []
         func write(_ table: String, _ op: Change.Operation, _ values: [String: WireValue]) {

@@ -21,6 +21,9 @@ public struct ScopeEvaluator: Sendable {
     }
 
     private let filters: [ScopeRules.Access: [String: [Filter]]]
+    /// Each table's depth below the tables it references by foreign key (0 for a table that
+    /// references none): what orders rows so that parents come before their children.
+    public let depths: [String: Int]
 
     /// Throws every problem ``ScopeRules/problems(against:)`` finds, in one error.
     public init(_ rules: ScopeRules, definition: SchemaDefinition) throws(ScopeRulesRefused) {
@@ -49,6 +52,23 @@ public struct ScopeEvaluator: Sendable {
             }
         }
         self.filters = filters
+        depths = Self.depths(of: definition)
+    }
+
+    /// The depth of each table of `definition` by its foreign keys; a table in a circle of foreign
+    /// keys (or referencing itself) counts the way round once.
+    private static func depths(of definition: SchemaDefinition) -> [String: Int] {
+        var depths: [String: Int] = [:]
+        func depth(_ name: String, visiting: Set<String>) -> Int {
+            if let known = depths[name] { return known }
+            guard let table = definition.tables.first(where: { $0.name == name }) else { return 0 }
+            let parents = table.foreignKeys.map(\.parentTable).filter { !visiting.contains($0) && $0 != name }
+            let found = parents.map { depth($0, visiting: visiting.union([name])) + 1 }.max() ?? 0
+            depths[name] = found
+            return found
+        }
+        for table in definition.tables { _ = depth(table.name, visiting: []) }
+        return depths
     }
 
     /// What puts a row of `table` whose columns hold `values` in scopes of `access`: the buckets

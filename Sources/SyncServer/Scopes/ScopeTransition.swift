@@ -56,7 +56,7 @@ struct ScopeTransition {
         }
         grantedTo = try Self.granted(index, rulesTo.evaluator, identity, at: to)
         guard let from else {
-            entering = try index.rows(reachedFrom: grantedTo, at: to).sorted()
+            entering = Self.parentsFirst(try index.rows(reachedFrom: grantedTo, at: to), rulesTo.evaluator)
             return
         }
         let rulesFrom = try index.rules(at: from)
@@ -73,12 +73,26 @@ struct ScopeTransition {
                     linkedTo: grantedFrom.symmetricDifference(grantedTo), below: relinked, at: from, or: to))
         }
         var memoFrom: [ScopedRow: Bool] = [:]
-        for row in candidates.sorted() {
+        var entering: Set<ScopedRow> = []
+        var leaving: Set<ScopedRow> = []
+        for row in candidates {
             let before = try Self.readable(row, index, grantedFrom, at: from, memo: &memoFrom)
             let after = try Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
-            if after && !before { entering.append(row) }
-            if before && !after { leaving.append(row) }
+            if after && !before { entering.insert(row) }
+            if before && !after { leaving.insert(row) }
             decided[row] = before && after
+        }
+        self.entering = Self.parentsFirst(entering, rulesTo.evaluator)
+        self.leaving = Self.parentsFirst(leaving, rulesTo.evaluator).reversed()
+    }
+
+    /// `rows` with parent tables' rows before their children's (by the schema's foreign keys),
+    /// then by table and key: the order a device applies rows that come in, and the reverse of the
+    /// one it removes rows in, without a row waiting for its parent or outliving it.
+    private static func parentsFirst(_ rows: Set<ScopedRow>, _ evaluator: ScopeEvaluator) -> [ScopedRow] {
+        rows.sorted { left, right in
+            let (l, r) = (evaluator.depths[left.table] ?? 0, evaluator.depths[right.table] ?? 0)
+            return l != r ? l < r : left < right
         }
     }
 
