@@ -43,7 +43,7 @@ enum RulesCommand: Command {
 
     static func run(_ arguments: ParsedArguments) -> ExitStatus {
         switch (arguments.positionals.first, arguments.positionals.count) {
-        case ("check", 2): return check(arguments)
+        case ("check", 2): return check(arguments, command: "check", reportsFit: true)
         case ("set", 2): return set(arguments)
         case ("show", 1): return show(arguments)
         default:
@@ -53,27 +53,23 @@ enum RulesCommand: Command {
     }
 
     private static func set(_ arguments: ParsedArguments) -> ExitStatus {
-        guard let dataset = arguments.values["--dataset"] else {
-            Console.error("ostore-server rules set: name the dataset with --dataset NAME")
+        guard let dataset = arguments.values["--dataset"], arguments.values["--schema"] == nil else {
+            Console.error("ostore-server rules set: name the dataset with --dataset NAME (and no --schema)")
             return .failure
         }
+        // The same check as `rules check`, with its answers, before anything is set.
+        let checked = check(arguments, command: "set", reportsFit: false)
+        guard checked == .success else { return checked }
         let path = arguments.positionals[1]
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            Console.error("ostore-server rules set: \(path) cannot be read: \(error.localizedDescription)")
-            return .failure
-        }
         guard let storage = StorageLocation.open(arguments, command: name) else { return .failure }
         do {
-            try storage.setScopeRules(text, dataset: dataset)
+            try storage.setScopeRules(try String(contentsOfFile: path, encoding: .utf8), dataset: dataset)
             let version = try storage.scopeRules(of: dataset)?.version ?? 0
             Console.output("dataset \(dataset) is served under the rules of \(path) (version \(version))")
             return .success
         } catch {
             Console.error("ostore-server rules set: \(error)")
-            return error.kind == .invalidArgument && error.description.contains("do not fit") ? .findings : .failure
+            return .failure
         }
     }
 
@@ -98,33 +94,37 @@ enum RulesCommand: Command {
         }
     }
 
-    private static func check(_ arguments: ParsedArguments) -> ExitStatus {
+    /// Checks the rules file named on the command line against the schema the options name,
+    /// printing what does not fit, and that it fits when `reportsFit`.
+    private static func check(_ arguments: ParsedArguments, command: String, reportsFit: Bool) -> ExitStatus {
         let path = arguments.positionals[1]
         let rules: ScopeRules
         do {
             rules = try ScopeRules.read(from: try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch let problem as ScopeRuleProblem {
-            Console.error("ostore-server rules check: \(path): \(problem)")
+            Console.error("ostore-server rules \(command): \(path): \(problem)")
             return .findings
         } catch {
-            Console.error("ostore-server rules check: \(path) cannot be read: \(error.localizedDescription)")
+            Console.error("ostore-server rules \(command): \(path) cannot be read: \(error.localizedDescription)")
             return .failure
         }
-        guard let (definition, against) = schema(arguments) else { return .failure }
+        guard let (definition, against) = schema(arguments, command: command) else { return .failure }
         let problems = rules.problems(against: definition)
         guard problems.isEmpty else {
-            Console.error("ostore-server rules check: \(path) does not fit \(against):")
+            Console.error("ostore-server rules \(command): \(path) does not fit \(against):")
             for problem in problems { Console.error("  \(problem)") }
             return .findings
         }
-        let filters = rules.tables.values.reduce(0) { $0 + $1.read.count + $1.write.count }
-        Console.output("\(path) fits \(against): \(rules.tables.count) tables, \(filters) filters")
+        if reportsFit {
+            let filters = rules.tables.values.reduce(0) { $0 + $1.read.count + $1.write.count }
+            Console.output("\(path) fits \(against): \(rules.tables.count) tables, \(filters) filters")
+        }
         return .success
     }
 
     /// The definition to check against and how to name it; nil after printing why when there is
     /// none.
-    private static func schema(_ arguments: ParsedArguments) -> (SchemaDefinition, String)? {
+    private static func schema(_ arguments: ParsedArguments, command: String) -> (SchemaDefinition, String)? {
         switch (arguments.values["--dataset"], arguments.values["--schema"]) {
         case (let dataset?, nil):
             guard let storage = StorageLocation.open(arguments, command: name) else { return nil }
@@ -133,13 +133,13 @@ enum RulesCommand: Command {
                     let (version, definition) = try storage.schemaDefinitions(of: dataset).max(by: { $0.key < $1.key })
                 else {
                     Console.error(
-                        "ostore-server rules check: no device of dataset \(dataset) has announced its schema's "
+                        "ostore-server rules \(command): no device of dataset \(dataset) has announced its schema's "
                             + "definition yet; sync one, or check against a definition with --schema SCHEMA")
                     return nil
                 }
                 return (definition, "dataset \(dataset)'s schema \(version)")
             } catch {
-                Console.error("ostore-server rules check: \(error)")
+                Console.error("ostore-server rules \(command): \(error)")
                 return nil
             }
         case (nil, let path?):
@@ -147,11 +147,11 @@ enum RulesCommand: Command {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
                 return (try JSONDecoder().decode(SchemaDefinition.self, from: data), "the schema in \(path)")
             } catch {
-                Console.error("ostore-server rules check: \(path) is not a schema definition: \(error)")
+                Console.error("ostore-server rules \(command): \(path) is not a schema definition: \(error)")
                 return nil
             }
         default:
-            Console.error("ostore-server rules check: give --dataset NAME or --schema SCHEMA, one of them")
+            Console.error("ostore-server rules \(command): give --dataset NAME or --schema SCHEMA, one of them")
             return nil
         }
     }

@@ -78,4 +78,39 @@ struct RulesCommandTests {
         #expect(neither.status == 2)
         #expect(String(decoding: neither.error, as: UTF8.self).contains("give --dataset NAME or --schema SCHEMA"))
     }
+
+    @Test func rulesSetChecksLikeCheckThenServesTheDatasetUnderThemAndShowPrintsThem() throws {
+        let directory = try TemporaryDirectory()
+        let server = try builtProduct("ostore-server").path
+        let data = ["--data", directory.path("data")]
+        #expect(try run(server, ["dataset", "create", "family"] + data).status == 0)
+        do {
+            let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")), folds: false)
+            try storage.recordDefinition(try Self.definition(), version: SchemaVersion(1, 1), dataset: "family")
+        }
+        let unset = try run(server, ["rules", "show", "--dataset", "family"] + data)
+        #expect(unset.status == 0 && String(decoding: unset.output, as: UTF8.self).contains("has no scope rules"))
+
+        let broken = Self.fitting.replacingOccurrences(of: #""where": "name""#, with: #""where": "title""#)
+        try broken.write(toFile: directory.path("broken.json"), atomically: true, encoding: .utf8)
+        let refused = try run(server, ["rules", "set", "--dataset", "family", directory.path("broken.json")] + data)
+        #expect(refused.status == 1)
+        #expect(
+            String(decoding: refused.error, as: UTF8.self).contains(
+                "ostore-server rules set: \(directory.path("broken.json")) does not fit dataset family's schema 1.1.0"))
+        try #"{"tables": []}"#.write(toFile: directory.path("form.json"), atomically: true, encoding: .utf8)
+        #expect(
+            try run(server, ["rules", "set", "--dataset", "family", directory.path("form.json")] + data).status == 1)
+        #expect(
+            String(decoding: try run(server, ["rules", "show", "--dataset", "family"] + data).output, as: UTF8.self)
+                .contains("has no scope rules"))
+
+        try Self.fitting.write(toFile: directory.path("rules.json"), atomically: true, encoding: .utf8)
+        let set = try run(server, ["rules", "set", "--dataset", "family", directory.path("rules.json")] + data)
+        #expect(set.status == 0, "\(String(decoding: set.error, as: UTF8.self))")
+        #expect(String(decoding: set.output, as: UTF8.self).contains("(version 1)"))
+        let shown = try run(server, ["rules", "show", "--dataset", "family"] + data)
+        #expect(String(decoding: shown.output, as: UTF8.self) == Self.fitting + "\n")
+        #expect(String(decoding: shown.error, as: UTF8.self).hasPrefix("version 1, set "))
+    }
 }
