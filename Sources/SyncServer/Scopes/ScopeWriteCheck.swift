@@ -107,8 +107,11 @@ struct ScopeWriteCheck {
             }
         }
         guard change.op != .delete else {
-            let writableKey = try writable(change.table, values: change.key)
-            return before == nil && !writableKey ? "the row is outside the writer's write scope" : nil
+            // A delete of a row the state does not hold: its key is all there is to decide by.
+            if before == nil, try !writable(change.table, values: change.key) {
+                return "the row is outside the writer's write scope"
+            }
+            return nil
         }
         var after = change.op == .update ? before?.values ?? change.key : change.key
         after.merge(change.columns) { $1 }

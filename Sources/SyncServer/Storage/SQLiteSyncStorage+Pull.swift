@@ -104,7 +104,8 @@ extension SQLiteSyncStorage {
         }
     }
 
-    private func snapshotChanges(table: String, keyText: String, row: MergedRow) throws -> [Change] {
+    /// `row` of `table` as a snapshot gives it (``SnapshotChanges``).
+    func snapshotChanges(table: String, keyText: String, row: MergedRow) throws -> [Change] {
         try SnapshotChanges.of(
             table: table, keyText: keyText, row: row.versions,
             cells: row.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) })

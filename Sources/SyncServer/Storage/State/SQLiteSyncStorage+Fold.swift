@@ -203,13 +203,7 @@ extension SQLiteSyncStorage {
         _ changes: [FoldChange], datasetID: Int64, _ statements: FoldStatements, _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        let stored = try db.fetchOne(
-            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(first.table), .text(first.key)])
-        ).map { row in
-            try MergedRow(
-                created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
-                packedCells: try row.decode(Data?.self, at: 4))
-        }
+        let stored = try storedRow(datasetID: datasetID, table: first.table, key: first.key, db)
         var merged = stored ?? MergedRow()
         for change in changes { merged.merge(change) }
         // A row new to the state is written whatever its changes did, as each one's merge wrote it.
@@ -217,6 +211,17 @@ extension SQLiteSyncStorage {
         try statements.upsertRow.execute(
             datasetID, first.table, first.key, merged.created?.clock, merged.created?.site, merged.deleted?.clock,
             merged.deleted?.site, merged.packedCells)
+    }
+
+    /// The state's record of one row (`key` its key's canonical JSON); nil when it has none.
+    static func storedRow(datasetID: Int64, table: String, key: String, _ db: Database) throws -> MergedRow? {
+        try db.fetchOne(
+            SQL(sql: FoldStatements.selectRow, arguments: [.integer(datasetID), .text(table), .text(key)])
+        ).map { row in
+            try MergedRow(
+                created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
+                packedCells: try row.decode(Data?.self, at: 4))
+        }
     }
 
     static func version(_ row: Row, clockAt index: Int) throws -> ChangeVersion? {

@@ -98,16 +98,7 @@ extension SQLiteSyncStorage: ScopedStorage {
         dataset: String, identity: ScopeIdentity, after cursor: ScopedCursor?, limit: Int, excluding site: SiteID?
     ) throws -> ScopedChanges {
         try storageWork("reading the scope of \(identity.subject ?? "no subject") in dataset \(dataset)") {
-            let (datasetID, last, rulesVersion) = try pool.read { db in
-                let datasetID = try self.datasetID(dataset, db)
-                return (
-                    datasetID,
-                    try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)")
-                        ?? 0,
-                    try db.fetchValue(
-                        Int64.self, "SELECT version FROM server_scope_rules WHERE datasetID = \(datasetID)")
-                )
-            }
+            let (datasetID, last, rulesVersion) = try scopedDataset(dataset)
             if cursor.map({ $0.from == $0.to }) ?? true {
                 try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             }
@@ -123,7 +114,10 @@ extension SQLiteSyncStorage: ScopedStorage {
                 room -= removed.count
                 var changes: [Change] = []
                 for row in transition.entering.dropFirst(cursor.enteringSent).prefix(room) {
-                    changes += try currentChanges(of: row, datasetID: datasetID, db)
+                    // The row as the state holds it now, as a snapshot gives it.
+                    if let merged = try Self.storedRow(datasetID: datasetID, table: row.table, key: row.key, db) {
+                        changes += try snapshotChanges(table: row.table, keyText: row.key, row: merged)
+                    }
                     cursor.enteringSent += 1
                     room -= 1
                 }
@@ -160,16 +154,7 @@ extension SQLiteSyncStorage: ScopedStorage {
     /// dataset's newest change, and the batch's earlier changes that pass. None without rules.
     func scopeWriteRefusals(_ changes: [Change], identity: ScopeIdentity, dataset: String) throws -> [Int: String] {
         try storageWork("checking a push of \(identity.subject ?? "no subject") in dataset \(dataset)") {
-            let (datasetID, last, rulesVersion) = try pool.read { db in
-                let datasetID = try self.datasetID(dataset, db)
-                return (
-                    datasetID,
-                    try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)")
-                        ?? 0,
-                    try db.fetchValue(
-                        Int64.self, "SELECT version FROM server_scope_rules WHERE datasetID = \(datasetID)")
-                )
-            }
+            let (datasetID, last, rulesVersion) = try scopedDataset(dataset)
             try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             return try state.pool.read { db in
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
@@ -182,6 +167,18 @@ extension SQLiteSyncStorage: ScopedStorage {
                 }
                 return refusals
             }
+        }
+    }
+
+    /// `dataset`'s id, newest serial and rules version (nil without rules), in one read.
+    private func scopedDataset(_ dataset: String) throws -> (id: Int64, lastSerial: Int64, rulesVersion: Int64?) {
+        try pool.read { db in
+            let datasetID = try self.datasetID(dataset, db)
+            return (
+                datasetID,
+                try db.fetchValue(Int64.self, "SELECT lastSerial FROM server_datasets WHERE id = \(datasetID)") ?? 0,
+                try db.fetchValue(Int64.self, "SELECT version FROM server_scope_rules WHERE datasetID = \(datasetID)")
+            )
         }
     }
 
@@ -199,23 +196,6 @@ extension SQLiteSyncStorage: ScopedStorage {
             throw ServerError(
                 .unavailable, "the scope index does not follow the dataset's rules yet", fix: "retry shortly")
         }
-    }
-
-    /// The changes that give a device `row` as the state holds it now (``SnapshotChanges``).
-    private func currentChanges(of row: ScopedRow, datasetID: Int64, _ db: Database) throws -> [Change] {
-        guard
-            let stored = try db.fetchOne(
-                """
-                SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
-                WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
-                """)
-        else { return [] }
-        let merged = try MergedRow(
-            created: try Self.version(stored, clockAt: 0), deleted: try Self.version(stored, clockAt: 2),
-            packedCells: try stored.decode(Data?.self, at: 4))
-        return try SnapshotChanges.of(
-            table: row.table, keyText: row.key, row: merged.versions,
-            cells: merged.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) })
     }
 
     /// Up to `limit` of the log's changes of `datasetID` after serial `from` through `to`, with

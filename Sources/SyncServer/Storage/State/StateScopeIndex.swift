@@ -84,16 +84,8 @@ enum StateScopeIndex {
         guard let first = changes.first else { return }
         let key = try ProtocolJSON.decodeValues(Data(first.key.utf8))
         var row =
-            try db.fetchOne(
-                SQL(
-                    sql: FoldStatements.selectRow,
-                    arguments: [.integer(datasetID), .text(first.table), .text(first.key)])
-            ).map { stored in
-                try MergedRow(
-                    created: try SQLiteSyncStorage.version(stored, clockAt: 0),
-                    deleted: try SQLiteSyncStorage.version(stored, clockAt: 2),
-                    packedCells: try stored.decode(Data?.self, at: 4))
-            } ?? MergedRow()
+            try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: first.table, key: first.key, db)
+            ?? MergedRow()
         var scope = try stored(datasetID: datasetID, table: first.table, key: first.key, db)
         for (change, serial) in zip(changes, serials) {
             row.merge(change)

@@ -144,17 +144,8 @@ struct StateScopeStateReader: ScopeStateReading {
     let datasetID: Int64
 
     func current(_ row: ScopedRow) throws -> (values: [String: WireValue], isLive: Bool)? {
-        guard
-            let stored = try db.fetchOne(
-                """
-                SELECT createdClock, createdSite, deletedClock, deletedSite, cells FROM state_rows
-                WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
-                """)
+        guard let merged = try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: row.table, key: row.key, db)
         else { return nil }
-        let merged = try MergedRow(
-            created: try SQLiteSyncStorage.version(stored, clockAt: 0),
-            deleted: try SQLiteSyncStorage.version(stored, clockAt: 2),
-            packedCells: try stored.decode(Data?.self, at: 4))
         var values = try ProtocolJSON.decodeValues(Data(row.key.utf8))
         for (name, cell) in merged.cells { values[name] = cell.value }
         return (values, merged.created != nil && !merged.isDeleted)
