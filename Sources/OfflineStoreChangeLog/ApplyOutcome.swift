@@ -21,6 +21,9 @@ public struct ApplyOutcome: Sendable, Hashable {
     /// Changes this store refused to apply, each with the reason; the rest of the batch was
     /// applied. They are kept in the metadatabase too (``ChangeLog/refusedIncomingChanges(_:)``).
     public var refused: [RefusedIncomingChange] = []
+    /// Rows removed because they left the device's read scope (a pull's `removed`, Protocol
+    /// §17.3): taken out with their versions, no delete recorded.
+    public var removed = 0
 }
 
 /// An incoming change ``ChangeLog/apply(_:to:)`` refused to apply, and why, as one batch's

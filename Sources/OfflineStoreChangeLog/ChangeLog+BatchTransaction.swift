@@ -53,6 +53,7 @@ extension ChangeLog {
                                 outcome.applied += applied.applied
                                 outcome.superseded += applied.superseded
                                 outcome.refused += applied.refused
+                                outcome.removed += applied.removed
                             }
                             return outcome
                         }
@@ -109,7 +110,7 @@ extension ChangeLog {
         _ batch: PreparedChanges, _ db: Database, foreignKeys: ForeignKeyMode, savepointEach: Bool
     ) throws -> ApplyOutcome {
         // Prepared against another schema (the store migrated since): prepared again, against this one.
-        let batch = batch.schema == schema ? batch : prepare(batch.changes)
+        let batch = batch.schema == schema ? batch : prepare(batch.changes, leaving: batch.leaving)
         let changes = batch.changes
         // Merging reads the keyed log's versions, and writes it directly, which is safe only with
         // the journal empty (ChangeJournal): fold first, in this transaction.
@@ -119,6 +120,11 @@ extension ChangeLog {
         try ClockRegistry.catchUp(clock, db)
         try db.execute("PRAGMA defer_foreign_keys = ON")
         var outcome = ApplyOutcome()
+        // Before the changes, whose rows' entries are read next: a row leaves before rows come in.
+        var removedAsDeletes: [IncomingChange] = []
+        if let leaving = batch.leaving, !leaving.rows.isEmpty {
+            (outcome.removed, removedAsDeletes) = try removeLeavingRows(leaving, db)
+        }
         let links = OrphanLink.declared(in: schema)
         let deletedParents = DeletedParentValues(links)
         let lookups = ApplyLookups(batch.tables, siteCount: batch.sites.count, deletedParents: deletedParents)
@@ -151,8 +157,8 @@ extension ChangeLog {
         }
         do { try page?.write(db) } catch { throw FailedChange(underlying: error) }
         try resolveOrphans(
-            after: changes, foreignKeys: foreignKeys, db, outcome: &outcome, links: links,
-            deletedParents: deletedParents)
+            after: removedAsDeletes.isEmpty ? changes : removedAsDeletes + changes, foreignKeys: foreignKeys, db,
+            outcome: &outcome, links: links, deletedParents: deletedParents)
         try recordRefusedIncoming(outcome.refused, db)
         // The clock has received the batch's clocks: kept with them, so a process opening the store
         // later starts past them. The newest entry it starts from otherwise may be older (the last

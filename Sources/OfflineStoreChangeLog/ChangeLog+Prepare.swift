@@ -8,11 +8,14 @@ extension ChangeLog {
     /// the calling thread: any thread, with no connection and no lock. ``apply(_:to:alongside:)``
     /// and ``apply(preparedBatches:to:afterEach:)`` take the result.
     ///
+    /// `leaving`: the rows the page names as having left the scope (``LeavingRows``), removed
+    /// before its changes apply.
+    ///
     /// ```swift
     /// let prepared = log.prepare(page.changes)  // where the page was read
     /// let outcome = try log.apply(prepared, to: db)
     /// ```
-    package func prepare(_ changes: [IncomingChange]) -> PreparedChanges {
+    package func prepare(_ changes: [IncomingChange], leaving: LeavingRows? = nil) -> PreparedChanges {
         var tables: [TableShape] = []
         // By the name a change gives, then by the declared name: names that differ in case find
         // one table.
@@ -110,7 +113,8 @@ extension ChangeLog {
             changes: changes, schema: schema, tables: tables, sites: sites, plans: plans,
             rows: PageRows(
                 slots: slots, repeated: repeated,
-                keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }))
+                keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }),
+            leaving: leaving)
     }
 
     /// Why a change is refused before anything of it is looked up: a site id that is not 16

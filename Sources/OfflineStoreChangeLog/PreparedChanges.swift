@@ -28,10 +28,13 @@ package struct PreparedChanges: Sendable {
     let plans: [ChangePlan]
     /// The distinct rows of the page whose log entries are read together.
     let rows: PageRows
+    /// The rows the page names as having left the scope, removed before its changes apply.
+    package let leaving: LeavingRows?
 
     /// How many changes the batch holds.
     package var count: Int { changes.count }
-    package var isEmpty: Bool { changes.isEmpty }
+    /// Whether applying the batch has nothing to do: no change, no row leaving.
+    package var isEmpty: Bool { changes.isEmpty && (leaving?.rows.isEmpty ?? true) }
 }
 
 /// One change as preparing it found it. The checks that refuse it keep their order in the apply:

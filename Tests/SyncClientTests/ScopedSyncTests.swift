@@ -79,4 +79,59 @@ struct ScopedSyncTests {
         #expect(log.contains(#""event":"scopeRules""#))
         withExtendedLifetime(server) {}
     }
+
+    /// Bob's list is handed to Carol by an operator's device (a token without a subject): Bob's
+    /// edit made offline is refused and kept, his device loses the list and its reminder at the
+    /// next sync without pushing a delete, and both come back whole, as the server holds them,
+    /// when the list is his again.
+    @Test func rowsLeavingTheScopeAreRemovedWithoutADeleteAndComeBackWhole() throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.url.appendingPathComponent("data")
+        let server = try LiveServer(dataDirectory: data)
+        let admin = try SQLiteSyncStorage(directory: data, folds: false)
+        try admin.createDataset(named: "family")
+        func device(_ name: String, subject: String?) throws -> SyncPeer {
+            let token = try admin.createToken(
+                dataset: "family", readOnly: false, identity: TokenIdentity(subject: subject))
+            return try SyncPeer(
+                name: name, path: directory.path("\(name).sqlite"), server: server.baseURL, dataset: "family",
+                token: token.secret)
+        }
+        let operatorDevice = try device("operator", subject: nil)
+        let bob = try device("bob", subject: "bob")
+        _ = try operatorDevice.engine.sync()
+        try Self.rules.write(toFile: directory.path("rules.json"), atomically: true, encoding: .utf8)
+        let set = try run(
+            try builtProduct("ostore-server").path,
+            ["rules", "set", "--dataset", "family", directory.path("rules.json"), "--data", data.path])
+        #expect(set.status == 0, "\(String(decoding: set.error, as: UTF8.self))")
+        try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('LB', 'bob')")
+        try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('RB', 'Tea', 'LB')")
+        _ = try bob.engine.sync()
+        _ = try operatorDevice.engine.sync()
+
+        try operatorDevice.db.execute("UPDATE remindersLists SET name = 'carol' WHERE id = 'LB'")
+        _ = try operatorDevice.engine.sync()
+        try bob.db.execute("UPDATE reminders SET title = 'Green tea' WHERE id = 'RB'")
+        let report = try bob.engine.sync()
+        #expect(report.refusedOutgoing == 1)
+        #expect(report.removed == 2)
+        #expect(try bob.log.refusedOutgoingChanges(bob.db).map(\.code) == ["out_of_scope"])
+        #expect(try bob.db.fetchAll(String.self, "SELECT id FROM remindersLists").isEmpty)
+        #expect(try bob.db.fetchAll(String.self, "SELECT id FROM reminders").isEmpty)
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        // Nothing of Bob's removal reached the server: the operator still sees both rows.
+        _ = try bob.engine.sync()
+        _ = try operatorDevice.engine.sync()
+        #expect(try operatorDevice.db.fetchAll(String.self, "SELECT title FROM reminders") == ["Tea"])
+
+        try operatorDevice.db.execute("UPDATE remindersLists SET name = 'bob' WHERE id = 'LB'")
+        _ = try operatorDevice.engine.sync()
+        let back = try bob.engine.sync()
+        #expect(back.removed == 0)
+        #expect(try bob.db.fetchAll(String.self, "SELECT name FROM remindersLists") == ["bob"])
+        #expect(try bob.db.fetchAll(String.self, "SELECT title FROM reminders") == ["Tea"])
+        #expect(try bob.log.pendingCount(bob.db) == 0)
+        withExtendedLifetime(server) {}
+    }
 }

@@ -11,7 +11,10 @@ import Testing
     static let vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Protocol/vectors")
 
-    @Test(arguments: ["pull-response.snapshot.json", "pull-response.log.json", "pull-response.caught-up.json"])
+    @Test(arguments: [
+        "pull-response.snapshot.json", "pull-response.log.json", "pull-response.caught-up.json",
+        "pull-response.scoped.json",
+    ])
     func readsTheProtocolVectorsAsJSONDecoderDoes(_ name: String) throws {
         let body = try Data(contentsOf: Self.vectors.appendingPathComponent(name))
         let expected = try JSONDecoder().decode(PullResponse.self, from: body)

@@ -416,6 +416,7 @@ public final class SyncEngine {
         // whether it joins the transaction of the page applying then depends on that moment.
         let handler = db.configuration.logHandler
         let endpoint = endpoint
+        let site = site
         func fetch(after cursor: String?, limit: Int, wait: Int?) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
@@ -436,7 +437,10 @@ public final class SyncEngine {
                     changes.reserveCapacity(wire.count)
                     while let change = wire.popLast() { changes.append(IncomingChange(change)) }
                     changes.reverse()
-                    return (page, log.prepare(changes))
+                    return (
+                        page,
+                        log.prepare(changes, leaving: page.removed.map { Self.leavingRows($0, log: log, site: site) })
+                    )
                 },
                 ended: { outcome in
                     switch outcome {
@@ -460,6 +464,23 @@ public final class SyncEngine {
 
     /// A pull page, and its changes in the store's terms, prepared for the apply.
     private typealias PulledPage = (page: PullResponse, changes: PreparedChanges)
+
+    /// The rows a page names as having left the scope, in the store's terms. This store's changes
+    /// of them that were never pushed are kept as refused outgoing changes (`out_of_scope`), in
+    /// the page's transaction: the server would refuse them, and their row is gone.
+    private static func leavingRows(_ removed: [RemovedRow], log: ChangeLog, site: SiteID) -> LeavingRows {
+        LeavingRows(
+            rows: removed.map { LeavingRow(table: $0.table, primaryKey: $0.key.mapValues(\.databaseValue)) },
+            keepUnpushed: { entry, db in
+                try log.recordRefusedOutgoing(
+                    RefusedOutgoingChangeRecord(
+                        refusedAt: Date(), code: ErrorCode.outOfScope.rawValue,
+                        reason: "the row left your read scope before this change was pushed; "
+                            + "it is kept here and was not sent",
+                        change: String(decoding: try ProtocolJSON.encode(Change(entry, site: site)), as: UTF8.self)),
+                    db)
+            })
+    }
 
     /// The first page a sync asks for: the store waits for it with nothing to do, and a large page
     /// takes tens of milliseconds to be read, compressed, sent and decoded. Each next page is asked
@@ -534,7 +555,7 @@ public final class SyncEngine {
             applied.cursor = page.cursor
             var pulled = changes?.count ?? 0
             do throws(SyncError) {
-                if pulled == 0 {
+                if changes?.isEmpty ?? true {
                     try store { try log.save(applied, db) }
                 } else if let afterApplyingChanges, let changes {
                     // The app's step runs after each page, on what that page committed: one page
@@ -544,6 +565,7 @@ public final class SyncEngine {
                     let outcome = try store { try log.apply(changes, to: db) }
                     if page.hasMore { committed() }
                     report.refusedIncoming += outcome.refused.count
+                    report.removed += outcome.removed
                     try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
                     try store { try log.save(applied, db) }
                 } else {
@@ -601,6 +623,7 @@ public final class SyncEngine {
                     // with its fsyncs.
                     if last.hasMore { committed() }
                     report.refusedIncoming += outcome.refused.count
+                    report.removed += outcome.removed
                 }
             } catch {
                 if last.hasMore { next.abandon() }

@@ -18,6 +18,11 @@ public struct SyncReport: Sendable, Hashable {
     /// Incoming changes this store refused to apply (a value of the wrong type for a STRICT column, a
     /// name that is not an identifier…), kept with the reason in ``ChangeLog/refusedIncomingChanges(_:)``.
     public var refusedIncoming = 0
+    /// Rows removed from this store because they left the token's read scope (the user was taken
+    /// off a shared list, the rules changed): gone without a delete, never pushed, and back whole
+    /// if they enter the scope again. This store's changes of them that had not been pushed are
+    /// kept in ``ChangeLog/refusedOutgoingChanges(_:)`` with the code `out_of_scope`.
+    public var removed = 0
     /// The server could no longer serve the pull cursor (`invalid_cursor`), or had lost changes it
     /// had acknowledged, so the cursor was dropped and the dataset downloaded again in this sync.
     public var redownloaded = false

@@ -146,6 +146,7 @@ package struct MessageReader {
         var hasMore: Bool?
         var phase: PullResponse.Phase?
         var remaining: Int64?
+        var removed: [RemovedRow]?
         let complete = object { reader, name in
             if reader.matches(name, "changes") {
                 guard changes == nil else { return false }
@@ -167,6 +168,10 @@ package struct MessageReader {
                 guard remaining == nil else { return false }
                 remaining = reader.integer()
                 return remaining != nil
+            } else if reader.matches(name, "removed") {
+                guard removed == nil else { return false }
+                removed = reader.removedRows()
+                return removed != nil
             }
             return reader.skipUnknownMember()
         }
@@ -174,7 +179,38 @@ package struct MessageReader {
         guard complete, offset == bytes.count, let changes, let cursor, let hasMore, let phase, let remaining else {
             return nil
         }
-        return PullResponse(changes: changes, cursor: cursor, hasMore: hasMore, phase: phase, remaining: remaining)
+        return PullResponse(
+            changes: changes, cursor: cursor, hasMore: hasMore, phase: phase, remaining: remaining, removed: removed)
+    }
+
+    /// A pull page's `removed`: rows by table and key, each member once.
+    private mutating func removedRows() -> [RemovedRow]? {
+        skipWhitespace()
+        guard take(UInt8(ascii: "[")) else { return nil }
+        var rows: [RemovedRow] = []
+        skipWhitespace()
+        if take(UInt8(ascii: "]")) { return rows }
+        while true {
+            var table: String?
+            var key: [String: WireValue]?
+            let complete = object { reader, name in
+                if reader.matches(name, "table") {
+                    guard table == nil else { return false }
+                    table = reader.internedString()
+                    return table != nil
+                } else if reader.matches(name, "key") {
+                    guard key == nil else { return false }
+                    key = reader.values()
+                    return key != nil
+                }
+                return reader.skipUnknownMember()
+            }
+            guard complete, let table, let key else { return nil }
+            rows.append(RemovedRow(table: table, key: key))
+            skipWhitespace()
+            if take(UInt8(ascii: "]")) { return rows }
+            guard take(UInt8(ascii: ",")) else { return nil }
+        }
     }
 
     private mutating func changes() -> [Change]? {
