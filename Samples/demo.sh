@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make demo: the Reminders sample living through three app releases on one database file
-# (release 1.0 creates it, 1.1 upgrades it, 2.0 upgrades it again with a table rebuild; then 1.0
-# is refused on the 2.0 file), then three devices on different releases syncing through the
-# reference server, ostore-server, on embedded SQLite.
+# make demo: the Reminders sample living through app releases on one database file (release 1.0
+# creates it, 1.1 upgrades it, 2.1 upgrades it again with a table rebuild; then 1.0 is refused on
+# the upgraded file), then three devices on different releases syncing through the reference
+# server, ostore-server, on embedded SQLite, and last three users sharing lists under scope rules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +35,8 @@ step() {
             shown+=('"$data"')
         elif [ "$argument" = "${alice:-/}" ] || [ "$argument" = "${bob:-/}" ] || [ "$argument" = "${carol:-/}" ]; then
             shown+=("\"\$$(basename "$argument" .sqlite)\"")
+        elif [[ "$argument" == "$workdir"/* ]]; then
+            shown+=("\"\$workdir${argument#"$workdir"}\"")
         elif [[ "$argument" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
             shown+=("$argument")
         elif [[ ! "$argument" =~ [\"\$\`\\!] ]]; then
@@ -68,13 +70,13 @@ note "Release 1.1 upgrades it (adds priority, notes, tags) and can use the new c
 show reminders --db "$db" --schema 1.1 add "Call the plumber" --priority 1 --notes 'the "kitchen" leak'
 show reminders --db "$db" --schema 1.1 list
 
-note "Release 2.0 (the default) upgrades it: dueAt is backfilled from dueDate, the search index filled."
+note "Release 2.1 (the default) upgrades it: 2.0's stage backfills dueAt from dueDate and fills the search index; 2.1 adds shared lists."
 show reminders --db "$db" list --json
 show reminders --db "$db" list --search kitchen
 show reminders --db "$db" list --search 'milk" OR title:*'
 show reminders --db "$db" lists
 
-note "Release 1.0 refuses the 2.0 file and leaves it alone (exit status 1, expected):"
+note "Release 1.0 refuses the 2.1 file and leaves it alone (exit status 1, expected):"
 show reminders --db "$db" --schema 1.0 list || echo "(exit status $?)"
 
 note "The migration ledger, read by the ostore tool (no app code needed):"
@@ -111,10 +113,10 @@ show reminders --db "$alice" --schema 1.0 sync --server "$url"
 show reminders --db "$bob" --schema 1.1 sync --server "$url"
 show reminders --db "$bob" --schema 1.1 list
 
-note "Release 2.0 is out: the operator lets the dataset move to its major (a 2.0 app is refused until then)."
+note "Release 2 is out: the operator lets the dataset move to its major (a 2.x app is refused until then)."
 show ostore-server dataset allow-major --dataset reminders 2 --data "$data"
 
-note "Carol installs release 2.0: the dataset moves to schema 2.0; dueAt is derived from the deprecated dueDate."
+note "Carol installs release 2.1: the dataset moves to schema 2.1; dueAt is derived from the deprecated dueDate."
 show reminders --db "$carol" sync --server "$url"
 show reminders --db "$carol" list --json
 
@@ -123,12 +125,12 @@ show reminders --db "$bob" --schema 1.1 edit "$id" --due 2024-06-15
 show reminders --db "$bob" --schema 1.1 sync --server "$url" || echo "(exit status $?)"
 show reminders --db "$bob" --schema 1.1 status
 
-note "Bob upgrades to 2.0: his queued change goes out, and Carol gets it."
+note "Bob upgrades to 2.1: his queued change goes out, and Carol gets it."
 show reminders --db "$bob" sync --server "$url"
 show reminders --db "$carol" sync --server "$url"
 show reminders --db "$carol" list
 
-note "Alice upgrades to 2.0 too; Carol adds an Errands list. Everyone syncs."
+note "Alice upgrades to 2.1 too; Carol adds an Errands list. Everyone syncs."
 show reminders --db "$carol" add "Post the letter" --list Errands >/dev/null
 for peer in "$carol" "$alice" "$bob"; do show reminders --db "$peer" sync --server "$url"; done
 
@@ -175,5 +177,53 @@ else
     echo "NOT converged" >&2
     exit 1
 fi
+
+note "Release 2.1 shares lists between users. A second dataset, family, is served under scope rules: each user reads only the lists they own or are a member of (Samples/reminders-rules.json)."
+show ostore-server dataset create family --data "$data"
+# One token per user, naming the user as its subject, each kept in a file of its own.
+unset OSTORE_TOKEN
+step ostore-server token create --dataset family --subject alice --data "$data"
+for user in alice bob carol; do
+    "$server" token create --dataset family --subject "$user" --data "$data" >"$workdir/$user.token" 2>/dev/null
+done
+echo '(three of them: for alice, bob and carol, in $workdir/alice.token, bob.token and carol.token)'
+mkdir "$workdir/family"
+alice="$workdir/family/alice.sqlite" bob="$workdir/family/bob.sqlite" carol="$workdir/family/carol.sqlite"
+family() { show reminders --db "$1" sync --server "$url" --dataset family --token-file "$workdir/$2.token"; }
+# The rules are checked against the schema the dataset's devices announce: Alice's first sync brings it.
+family "$alice" alice
+show ostore-server rules set --dataset family Samples/reminders-rules.json --data "$data"
+printf '%s\n' "(a cursor issued before the rules is refused: Alice's next sync downloads her part again)"
+
+note "Alice shares Groceries with Bob; Carol keeps a list of her own. Bob adds to Groceries."
+show reminders --db "$alice" lists add Groceries --owner alice
+show reminders --db "$alice" add "Milk" --list Groceries
+show reminders --db "$alice" lists share Groceries --with bob
+show reminders --db "$carol" lists add Garden --owner carol
+show reminders --db "$carol" add "Plant the tulips" --list Garden
+family "$alice" alice
+family "$carol" carol
+family "$bob" bob
+bread=$("$reminders" --db "$bob" add "Bread" --list Groceries)
+step reminders --db "$bob" add "Bread" --list Groceries
+family "$bob" bob
+family "$alice" alice
+family "$carol" carol
+
+note "Each device holds its user's part: Carol never sees Groceries, Alice and Bob never see Garden."
+for peer in "$alice" "$bob" "$carol"; do show reminders --db "$peer" lists; done
+
+note "Alice stops sharing Groceries with Bob. Bob, offline, retitles Bread after that."
+show reminders --db "$alice" lists unshare Groceries --with bob
+family "$alice" alice
+show reminders --db "$bob" edit "$bread" --title "Rye bread"
+
+note "Bob syncs: the server refuses his edit and he keeps it; Groceries leaves his device, no delete sent."
+family "$bob" bob
+show reminders --db "$bob" lists
+show reminders --db "$bob" status
+family "$alice" alice
+show reminders --db "$alice" list
+
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 printf '\nThe server logged one JSON line per request (%s lines), never a token.\n' "$(wc -l <"$workdir/server.log")"

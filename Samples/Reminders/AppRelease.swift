@@ -37,11 +37,14 @@ struct AppRelease {
         case priorityAndNotes
         /// `dueAt` and the `reminderSearch` full-text table.
         case dueAtAndSearch
+        /// A list's `ownerID` and its members (`listMembers`).
+        case sharedLists
 
         var since: Schema.Version {
             switch self {
             case .priorityAndNotes: RemindersSchemaV1_1.versionIdentifier
             case .dueAtAndSearch: RemindersSchemaV2.versionIdentifier
+            case .sharedLists: RemindersSchemaV2_1.versionIdentifier
             }
         }
     }

@@ -4,8 +4,10 @@ import Foundation
 enum Command {
     /// `lists`
     case showLists
-    /// `lists add NAME`
-    case addList(name: String)
+    /// `lists add NAME [--owner USER]`
+    case addList(name: String, owner: String?)
+    /// `lists share NAME --with USER` and `lists unshare NAME --with USER`
+    case shareList(name: String, user: String, shares: Bool)
     /// `lists rm NAME`
     case removeList(name: String)
     /// `add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]`

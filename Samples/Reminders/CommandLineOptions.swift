@@ -32,18 +32,30 @@ struct CommandLineOptions {
         let options = CommandOptions(scanned: scanned, release: release)
         switch name {
         case "lists":
-            try options.allowOnly([], in: "lists")
-            switch operands.first {
+            let subcommand = operands.first
+            let listName = { () throws(CommandFailure) -> String in
+                try nonEmpty(
+                    try single(Array(operands.dropFirst()), "NAME", in: "lists \(subcommand ?? "")"), "NAME")
+            }
+            switch subcommand {
             case nil:
+                try options.allowOnly([], in: "lists")
                 return .showLists
             case "add":
-                return .addList(
-                    name: try nonEmpty(try single(Array(operands.dropFirst()), "NAME", in: "lists add"), "NAME"))
+                try options.allowOnly(["--owner"], in: "lists add")
+                return .addList(name: try listName(), owner: try options.user("--owner"))
             case "rm":
-                return .removeList(
-                    name: try nonEmpty(try single(Array(operands.dropFirst()), "NAME", in: "lists rm"), "NAME"))
+                try options.allowOnly([], in: "lists rm")
+                return .removeList(name: try listName())
+            case let verb? where verb == "share" || verb == "unshare":
+                try options.allowOnly(["--with"], in: "lists \(verb)")
+                let name = try listName()
+                guard let user = try options.user("--with") else { throw .usage("lists \(verb) needs --with USER") }
+                return .shareList(name: name, user: user, shares: verb == "share")
             case let other?:
-                throw .usage("unknown lists command \"\(other)\" (use: lists, lists add NAME, lists rm NAME)")
+                throw .usage(
+                    "unknown lists command \"\(other)\" (use: lists, lists add NAME, lists rm NAME, "
+                        + "lists share NAME --with USER, lists unshare NAME --with USER)")
             }
         case "add":
             try options.allowOnly(["--list", "--priority", "--due", "--notes"], in: "add")
@@ -172,6 +184,14 @@ private struct CommandOptions {
             throw .usage("--due must be a real date written YYYY-MM-DD, not \"\(text)\"")
         }
         return date
+    }
+
+    /// `--owner USER` or `--with USER`: a user id as the server's tokens name it (schema 2.1).
+    func user(_ option: String) throws(CommandFailure) -> String? {
+        guard let user = scanned.values[option] else { return nil }
+        try release.require(.sharedLists, for: option)
+        guard !user.isEmpty else { throw .usage("\(option) needs a user id") }
+        return user
     }
 
     func search() throws(CommandFailure) -> String? {

@@ -1,17 +1,35 @@
 import Foundation
 import OfflineStore
 
-/// `lists`, `lists add NAME` and `lists rm NAME`, and finding a list by name for `add --list NAME`.
+/// `lists`, `lists add NAME`, `lists rm NAME`, `lists share` and `lists unshare`, and finding a
+/// list by name for `add --list NAME`.
 ///
 /// List names are kept unique by the tool (the schema does not require it) so that a name
 /// always finds one list; should a file hold duplicates anyway, the oldest wins.
 enum ListCommands {
-    /// Creates the list and returns its id; refuses a name already in use.
-    static func add(name: String, in db: Database) throws -> String {
+    /// Creates the list, owned by `owner` when given (schema 2.1), and returns its id; refuses a
+    /// name already in use.
+    static func add(name: String, owner: String?, in db: Database) throws -> String {
         if let existing = try id(ofListNamed: name, in: db) {
             throw CommandFailure.runtime("a list named \"\(name)\" already exists (\(existing))")
         }
-        return try create(name: name, in: db)
+        let id = try create(name: name, in: db)
+        if let owner { try db.execute("UPDATE remindersLists SET ownerID = \(owner) WHERE id = \(id)") }
+        return id
+    }
+
+    /// Makes `user` a member of the list (or, with `shares` false, no longer one). Returns whether
+    /// that changed anything.
+    static func share(name: String, with user: String, shares: Bool, in db: Database) throws -> Bool {
+        guard let id = try id(ofListNamed: name, in: db) else {
+            throw CommandFailure.runtime("no list named \"\(name)\" (see `reminders lists`)")
+        }
+        if shares {
+            try db.execute("INSERT OR IGNORE INTO listMembers (listID, userID) VALUES (\(id), \(user))")
+        } else {
+            try db.execute("DELETE FROM listMembers WHERE listID = \(id) AND userID = \(user)")
+        }
+        return db.changesCount > 0
     }
 
     /// Deletes the list and the reminders in it, each as `rm` would (releases before 2.0 declare
@@ -26,18 +44,36 @@ enum ListCommands {
         return reminders.count
     }
 
-    /// The lists, oldest first, with how many reminders each has.
-    static func show(in db: Database) throws -> String {
+    /// The lists, oldest first, with how many reminders each has (and, from schema 2.1, who owns
+    /// each and whom it is shared with).
+    static func show(release: AppRelease, in db: Database) throws -> String {
+        let shared = release.has(.sharedLists)
         let rows = try db.fetchAll(
-            """
-            SELECT remindersLists.id, remindersLists.name, count(reminders.id)
-            FROM remindersLists LEFT JOIN reminders ON reminders.listID = remindersLists.id
-            GROUP BY remindersLists.id ORDER BY remindersLists.rowid
-            """)
+            shared
+                ? """
+                SELECT remindersLists.id, remindersLists.name, count(reminders.id), remindersLists.ownerID,
+                    (SELECT group_concat(userID, ', ') FROM
+                        (SELECT userID FROM listMembers WHERE listID = remindersLists.id ORDER BY userID))
+                FROM remindersLists LEFT JOIN reminders ON reminders.listID = remindersLists.id
+                GROUP BY remindersLists.id ORDER BY remindersLists.rowid
+                """
+                : """
+                SELECT remindersLists.id, remindersLists.name, count(reminders.id)
+                FROM remindersLists LEFT JOIN reminders ON reminders.listID = remindersLists.id
+                GROUP BY remindersLists.id ORDER BY remindersLists.rowid
+                """)
         guard !rows.isEmpty else { return "No lists." }
-        var table = TextTable(header: ["ID", "REMINDERS", "NAME"], rightAlignedColumns: [1])
+        var table = TextTable(
+            header: shared ? ["ID", "REMINDERS", "OWNER", "SHARED WITH", "NAME"] : ["ID", "REMINDERS", "NAME"],
+            rightAlignedColumns: [1])
         for row in rows {
-            table.rows.append([try row.decode(String.self, at: 0), String(try row.decode(Int.self, at: 2)), try row[1]])
+            var cells = [try row.decode(String.self, at: 0), String(try row.decode(Int.self, at: 2))]
+            if shared {
+                cells.append(try row.decode(String?.self, at: 3) ?? "-")
+                cells.append(try row.decode(String?.self, at: 4) ?? "-")
+            }
+            cells.append(try row[1])
+            table.rows.append(cells)
         }
         return table.rendered()
     }

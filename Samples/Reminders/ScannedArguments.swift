@@ -7,7 +7,7 @@ struct ScannedArguments {
     /// Options that take a value, and flags; anything else that starts with `-` is a usage error.
     static let valueOptions: Set<String> = [
         "--db", "--schema", "--list", "--priority", "--due", "--notes", "--search", "--title", "--server",
-        "--dataset", "--token", "--token-file", "--interval", "--ca-file",
+        "--dataset", "--token", "--token-file", "--interval", "--ca-file", "--owner", "--with",
     ]
     static let flagOptions: Set<String> = ["--json", "--done"]
 

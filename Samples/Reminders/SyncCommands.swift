@@ -40,6 +40,7 @@ enum SyncCommands {
             if report.refusedIncoming > 0 {
                 text += ", \(report.refusedIncoming) from other devices refused here (see `status`)"
             }
+            if report.removed > 0 { text += ", \(report.removed) no longer shared with you and removed here" }
             if report.stashed > 0 { text += ", \(report.stashed) kept for a newer schema or a missing parent" }
             if report.requeued > 0 {
                 text += "\nnote: the server had lost \(report.requeued) of this device's changes; they were sent again"

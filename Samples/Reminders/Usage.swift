@@ -4,14 +4,21 @@ enum Usage {
         usage: reminders --db PATH [--schema VERSION] COMMAND [OPTIONS]
 
         A small offline-first reminders app on OfflineStore. Each run acts as one release of the
-        app: --schema 1.0, 1.1 or 2.0 (default: 2.0, the latest). Opening the database creates it,
-        or upgrades it to that release's schema with the app's migration plan; a file that a newer
-        release has already upgraded is refused and left unmodified.
+        app: --schema 1.0, 1.1, 2.0 or 2.1 (default: 2.1, the latest). Opening the database
+        creates it, or upgrades it to that release's schema with the app's migration plan; a file
+        that a newer release has already upgraded is refused and left unmodified.
 
         commands:
-          lists                       the lists: id, number of reminders, name
-          lists add NAME              create a list; prints its id alone on a line
+          lists                       the lists: id, number of reminders, (2.1) owner and the
+                                      users it is shared with, name
+          lists add NAME [--owner USER]
+                                      create a list; prints its id alone on a line. --owner: the
+                                      user who owns it, as the server's tokens name users (2.1)
           lists rm NAME               delete the list and the reminders in it
+          lists share NAME --with USER
+          lists unshare NAME --with USER
+                                      let USER see and change the list's reminders, or no longer
+                                      (2.1; a server with scope rules enforces it)
           add TITLE [--list NAME] [--priority N] [--due YYYY-MM-DD] [--notes TEXT]
                                       create a reminder; prints its id alone on a line.
                                       --list NAME  the list with that name, created if there
@@ -19,12 +26,12 @@ enum Usage {
                                       --priority N 0 to 9 (schema 1.1 or later)
                                       --notes TEXT (schema 1.1 or later)
                                       --due DATE   a real date, YYYY-MM-DD (stored in dueDate,
-                                                   and at 2.0 also in dueAt)
+                                                   and from 2.0 also in dueAt)
           list [--json] [--search TEXT]
                                       the reminders, oldest first, as a table; --json prints
                                       every column of the reminders table (keys sorted, NULL as
                                       null); --search finds TEXT as a phrase in titles and notes,
-                                      best match first (schema 2.0)
+                                      best match first (schema 2.0 or later)
           edit ID [--title TEXT] [--priority N] [--notes TEXT] [--due YYYY-MM-DD] [--done]
                                       change a reminder (--priority and --notes: schema 1.1 or later)
           rm ID                       delete a reminder (and its tags)
@@ -43,7 +50,7 @@ enum Usage {
 
         options:
           --db PATH                   the database file (created if missing)
-          --schema VERSION            the app release to act as: 1.0, 1.1 or 2.0
+          --schema VERSION            the app release to act as: 1.0, 1.1, 2.0 or 2.1
           -h, --help                  print this help
 
         Options may come before or after the command; `--` ends them, for a TITLE or NAME that

@@ -9,9 +9,19 @@ func perform(_ command: Command, release: AppRelease, in store: OpenedStore) thr
     let db = store.db
     switch command {
     case .showLists:
-        return try db.transaction { db in try ListCommands.show(in: db) }
-    case .addList(let name):
-        return try db.transaction(.immediate) { db in try ListCommands.add(name: name, in: db) }
+        return try db.transaction { db in try ListCommands.show(release: release, in: db) }
+    case .addList(let name, let owner):
+        return try db.transaction(.immediate) { db in try ListCommands.add(name: name, owner: owner, in: db) }
+    case .shareList(let name, let user, let shares):
+        let changed = try db.transaction(.immediate) { db in
+            try ListCommands.share(name: name, with: user, shares: shares, in: db)
+        }
+        switch (shares, changed) {
+        case (true, true): return "shared list \(name) with \(user)"
+        case (true, false): return "list \(name) was already shared with \(user)"
+        case (false, true): return "list \(name) is no longer shared with \(user)"
+        case (false, false): return "list \(name) was not shared with \(user)"
+        }
     case .removeList(let name):
         let reminders = try db.transaction(.immediate) { db in
             try ListCommands.remove(name: name, release: release, in: db)

@@ -3,7 +3,7 @@ import OfflineStore
 /// The Reminders app's schema history. Shipped stages never change; new releases append.
 public enum RemindersMigrationPlan: MigrationPlan {
     public static let schemas: [any VersionedSchema.Type] = [
-        RemindersSchemaV1.self, RemindersSchemaV1_1.self, RemindersSchemaV2.self,
+        RemindersSchemaV1.self, RemindersSchemaV1_1.self, RemindersSchemaV2.self, RemindersSchemaV2_1.self,
     ]
 
     public static let stages: [MigrationStage] = [
@@ -49,5 +49,7 @@ public enum RemindersMigrationPlan: MigrationPlan {
                     WHERE id NOT IN (SELECT reminderID FROM reminderSearch)
                     """)
             }),
+        // Additive: a nullable column and a new table, which releases 2.0 and later sync beside.
+        .lightweight(fromVersion: RemindersSchemaV2.self, toVersion: RemindersSchemaV2_1.self),
     ]
 }

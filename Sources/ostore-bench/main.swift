@@ -5,7 +5,7 @@ import Foundation
 // Prints, per workload, the median time of ours and of what it is compared with, and their ratio.
 
 let usage = """
-    usage: ostore-bench database|migration|changelog|wire [--rows N] [--runs N] [--only S] [--json]
+    usage: ostore-bench database|migration|changelog|wire|scope [--rows N] [--runs N] [--only S] [--json]
            ostore-bench server [--backend sqlite|postgres] [--servers 1,2] [--changes N] [--clients 1,4,16] [--batch N]
                                [--pull-limit N] [--server-threads N] [--server PATH] [--json]
            ostore-bench sync [--changes N] [--runs N] [--first-sync-rows N] [--first-sync-schema todos|lists]
@@ -23,6 +23,13 @@ let usage = """
                  the push, the server reading it and writing each change's body and key for its log, client B
                  reading it as a pull page; ns per change against one C pass over the same bytes (a tokenizing
                  scan for reading, an escape-checking copy for writing)
+      scope      scoped sync on the embedded SQLite storage, through the service's request handling in this
+                 process, each against the same work without rules: a user's first download of their 1% of
+                 --rows reminders (default 1000000) on lists owned by 100 users in turn, against a first
+                 download of a dataset holding only those rows (target 2x); 10000 reminders pushed by the
+                 user, fold included, against the same push onto that dataset (1.25x); a list of 10000
+                 reminders shared with the user, from the membership's push to the end of the pull bringing
+                 them, against that first download (2x); --runs at most 5 (default 5), the median ratio
       server     ostore-server processes (the one built next to ostore-bench: `swift build -c release`
                  first) on fresh storage per server and client count: a data directory (--backend sqlite),
                  or a database on a throwaway PostgreSQL cluster (--backend postgres; initdb and pg_ctl of
@@ -268,6 +275,9 @@ do {
     case "changelog":
         let results = try ChangeLogWorkloads(options: options).run()
         print(options.json ? ChangeLogResult.json(results) : ChangeLogResult.table(results))
+    case "scope":
+        let results = try ScopeWorkloads(options: options).run()
+        print(options.json ? ScopeWorkloads.json(results) : ScopeWorkloads.table(results))
     case "wire":
         let wire = WireWorkloads(options: options)
         let results = try wire.run()

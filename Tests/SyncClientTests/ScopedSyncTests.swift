@@ -1,6 +1,8 @@
 import Foundation
 import OfflineStore
+import RemindersModel
 import SyncClient
+import SyncProtocol
 import SyncServer
 import TestSupport
 import Testing
@@ -21,9 +23,22 @@ struct ScopedSyncTests {
             "write": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}]
           },
           "tags": {"read": ["everyone"], "write": ["everyone"]},
-          "reminderTags": {"read": [{"parent": "reminders"}], "write": [{"parent": "reminders"}]}
+          "reminderTags": {"read": [{"parent": "reminders"}], "write": [{"parent": "reminders"}]},
+          "listMembers": {"read": [{"parent": "remindersLists"}], "write": [{"parent": "remindersLists"}]}
         }}
         """
+
+    /// The sample's rules (`Samples/reminders-rules.json`, which `make demo` sets) fit release 2.1's
+    /// schema, and not 2.0's, which has neither owners nor members.
+    @Test func theSamplesRulesFitTheReleaseThatSharesLists() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Samples/reminders-rules.json")
+        let rules = try ScopeRules.read(from: try Data(contentsOf: file))
+        #expect(rules.problems(against: SchemaDefinition(try RemindersSchemaV2_1.snapshot())).isEmpty)
+        let before = rules.problems(against: SchemaDefinition(try RemindersSchemaV2.snapshot())).map(\.description)
+        #expect(before.contains { $0.contains("listMembers") })
+        #expect(before.contains { $0.contains("ownerID") })
+    }
 
     @Test func eachUserSyncsTheirPartAndAChangeOutsideItIsKeptAsRefused() throws {
         let directory = try TemporaryDirectory()

@@ -36,19 +36,29 @@ protocol ScopeIndexReading {
 /// ```swift
 /// let transition = try ScopeTransition(index, identity: bob, from: cursorPosition, to: foldedPosition)
 /// ```
-struct ScopeTransition {
+///
+/// It holds no connection: the pages of one move reuse it (``ScopeTransitionCache``), since what
+/// the index holds at two positions never changes.
+struct ScopeTransition: Sendable {
     private(set) var entering: [ScopedRow] = []
     private(set) var leaving: [ScopedRow] = []
     /// Rows whose changes between the positions are sent; all others in scope at `to` and at `from` too.
     private var decided: [ScopedRow: Bool] = [:]
     private var memoTo: [ScopedRow: Bool] = [:]
-    private let index: any ScopeIndexReading
+    /// Every row readable at `to`, once asking row by row would cost more (``rowByRowLimit``).
+    private var scopeTo: Set<ScopedRow>?
+    /// How many rows ``receivesChanges(of:)`` decided by walking up from them.
+    private var walkedUp = 0
     private let to: Int64
     private let grantedTo: Set<ScopeBucket>
 
+    /// Up to this many rows are decided by walking up from each (a few index reads per row);
+    /// beyond it, by the whole scope read at each position (one read of the index each, as a first
+    /// download reads it), which costs about as much as a few hundred walks.
+    static let rowByRowLimit = 256
+
     /// The move of `identity`'s scope from `from` (nil: from nothing, a first download) to `to`.
     init(_ index: any ScopeIndexReading, identity: ScopeIdentity, from: Int64?, to: Int64) throws {
-        self.index = index
         self.to = to
         guard let rulesTo = try index.rules(at: to) else {
             grantedTo = []
@@ -75,9 +85,17 @@ struct ScopeTransition {
         var memoFrom: [ScopedRow: Bool] = [:]
         var entering: Set<ScopedRow> = []
         var leaving: Set<ScopedRow> = []
+        let scopeFrom: Set<ScopedRow>?
+        if candidates.count > Self.rowByRowLimit {
+            scopeFrom = rulesFrom == nil ? [] : try index.rows(reachedFrom: grantedFrom, at: from)
+            scopeTo = try index.rows(reachedFrom: grantedTo, at: to)
+        } else {
+            scopeFrom = nil
+        }
         for row in candidates {
-            let before = try Self.readable(row, index, grantedFrom, at: from, memo: &memoFrom)
-            let after = try Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
+            let before =
+                try scopeFrom?.contains(row) ?? Self.readable(row, index, grantedFrom, at: from, memo: &memoFrom)
+            let after = try scopeTo?.contains(row) ?? Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
             if after && !before { entering.insert(row) }
             if before && !after { leaving.insert(row) }
             decided[row] = before && after
@@ -97,9 +115,13 @@ struct ScopeTransition {
     }
 
     /// Whether the changes of `row` made between the two positions are the subject's to receive:
-    /// it was in scope at both (rows that came in are sent whole instead).
-    mutating func receivesChanges(of row: ScopedRow) throws -> Bool {
+    /// it was in scope at both (rows that came in are sent whole instead). `index`: the index the
+    /// transition was made from, as any read of it gives it.
+    mutating func receivesChanges(of row: ScopedRow, in index: any ScopeIndexReading) throws -> Bool {
         if let decided = decided[row] { return decided }
+        if scopeTo == nil, walkedUp >= Self.rowByRowLimit { scopeTo = try index.rows(reachedFrom: grantedTo, at: to) }
+        if let scopeTo { return scopeTo.contains(row) }
+        walkedUp += 1
         return try Self.readable(row, index, grantedTo, at: to, memo: &memoTo)
     }
 

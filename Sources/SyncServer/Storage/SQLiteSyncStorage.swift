@@ -29,6 +29,8 @@ public final class SQLiteSyncStorage: SyncStorage {
     let state: ServerStateFile
     /// Merges what pushes appended into the state: see ``StateFolder``.
     let folder: StateFolder
+    /// The scope moves of pulls in progress, reused by their next pages.
+    let transitions = ScopeTransitionCache()
     public let path: String
 
     /// Tells `report` when merging pushed changes into the current rows fails, and when it works
@@ -236,8 +238,9 @@ public final class SQLiteSyncStorage: SyncStorage {
     }
 
     /// Waits until the state (`state_rows`) holds every change of the log: for
-    /// what reads the state as a whole rather than through a snapshot's serial (tests).
-    func waitUntilFolded() {
+    /// what reads the state as a whole rather than through a snapshot's serial (tests), and for a
+    /// benchmark that counts the fold's work.
+    package func waitUntilFolded() {
         folder.waitUntilFolded()
     }
 

@@ -193,7 +193,7 @@ struct MetadatabaseTests {
         let migrator = try Migrator(plan: RemindersMigrationPlan.self)
         try migrator.migrate(db)
         let live = try SchemaSnapshot(liveDatabase: db)
-        #expect(live.differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
+        #expect(live.differences(toReach: try RemindersSchemaV2_1.snapshot()).isEmpty)
         #expect(try MigrationStatus.problems(in: db).isEmpty)
     }
 

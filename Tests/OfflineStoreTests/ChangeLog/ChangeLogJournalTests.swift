@@ -85,8 +85,8 @@ struct ChangeLogJournalTests {
         #expect(try db.fetchValue(Int64.self, "SELECT seq FROM main.ostore_log_watermark") == folded + 2)
         #expect(
             try queue(db, log) == [
-                "insert 'A' [\"id\", \"name\"]", "insert 'B' [\"id\", \"name\"]",
-                "update 'A' [\"name\"]", "insert 'C' [\"id\", \"name\"]",
+                "insert 'A' [\"id\", \"name\", \"ownerID\"]", "insert 'B' [\"id\", \"name\", \"ownerID\"]",
+                "update 'A' [\"name\"]", "insert 'C' [\"id\", \"name\", \"ownerID\"]",
             ])
 
         // B's insert acknowledged; an edit of B moves it behind everything, in a later fold.

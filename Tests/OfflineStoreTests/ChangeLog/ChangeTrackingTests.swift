@@ -92,7 +92,7 @@ struct ChangeTrackingTests {
         let changes = try log.pendingChanges(db)
         #expect(
             summary(changes) == [
-                "insert remindersLists 'L' [id,name]",
+                "insert remindersLists 'L' [id,name,ownerID]",
                 "insert reminders 'R' [dueAt,dueDate,id,isDone,listID,notes,priority,title]",
                 "update reminders 'R' [title]",
             ])
@@ -103,7 +103,9 @@ struct ChangeTrackingTests {
 
         try db.execute("DELETE FROM reminders WHERE id = 'R'")
         #expect(
-            summary(try log.pendingChanges(db)) == ["insert remindersLists 'L' [id,name]", "delete reminders 'R' []"])
+            summary(try log.pendingChanges(db)) == [
+                "insert remindersLists 'L' [id,name,ownerID]", "delete reminders 'R' []",
+            ])
     }
 
     @Test func aPrimaryKeyChangeIsADeleteAndAnInsert() throws {
@@ -113,7 +115,7 @@ struct ChangeTrackingTests {
         try db.execute("UPDATE remindersLists SET id = 'B' WHERE id = 'A'")
         #expect(
             summary(try log.pendingChanges(db)) == [
-                "delete remindersLists 'A' []", "insert remindersLists 'B' [id,name]",
+                "delete remindersLists 'A' []", "insert remindersLists 'B' [id,name,ownerID]",
             ])
     }
 
@@ -134,7 +136,7 @@ struct ChangeTrackingTests {
         #expect(
             summary(try log.pendingChanges(db)) == [
                 "update remindersLists 'A' [name]", "delete remindersLists 'B' []",
-                "insert remindersLists 'C' [id,name]",
+                "insert remindersLists 'C' [id,name,ownerID]",
             ])
     }
 

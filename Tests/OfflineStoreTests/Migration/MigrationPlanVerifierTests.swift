@@ -268,11 +268,11 @@ struct MigrationPlanVerifierTests {
         #expect(report.problems.isEmpty, "\(report)")
         let scenarios = Set(report.scenarios)
         for expected in [
-            "fresh install", "upgrade from 1.0.0", "upgrade from 1.1.0", "reopen at 2.0.0 (the latest)",
+            "fresh install", "upgrade from 1.0.0", "upgrade from 1.1.0", "reopen at 2.1.0 (the latest)",
             "stage 1.1.0 → 2.0.0 run again on a database it migrated", "ledger wiped at 1.1.0",
             "half-migrated 1.1.0 → 2.0.0: column reminders.dueAt already added",
             "half-migrated 1.0.0 → 1.1.0: table tags already created", "table reminders dropped at 2.0.0",
-            "table reminderSearch dropped at 2.0.0", "database file deleted at 2.0.0",
+            "table reminderSearch dropped at 2.0.0", "database file deleted at 2.1.0",
         ] {
             #expect(scenarios.contains(expected), "missing scenario \(expected) in \(report.scenarios)")
         }

@@ -43,13 +43,13 @@ struct MigrationTests {
         let db = try open()
         let migrator = try Migrator(plan: RemindersMigrationPlan.self)
         try migrator.migrate(db)
-        #expect(try migrator.currentVersion(db) == "2.0.0")
+        #expect(try migrator.currentVersion(db) == "2.1.0")
         #expect(try migrator.hasCompletedMigrations(db))
         #expect(try migrator.pendingStages(db).isEmpty)
         let live = try SchemaSnapshot(liveDatabase: db)
-        let declared = try RemindersSchemaV2.snapshot()
+        let declared = try RemindersSchemaV2_1.snapshot()
         #expect(live.differences(toReach: declared).isEmpty, "\(live.differences(toReach: declared))")
-        #expect(try migrator.appliedStages(db).map(\.kind) == ["create", "lightweight", "custom"])
+        #expect(try migrator.appliedStages(db).map(\.kind) == ["create", "lightweight", "custom", "lightweight"])
     }
 
     @Test func upgradeFromEachVersionKeepsEveryRow() throws {
@@ -69,7 +69,7 @@ struct MigrationTests {
             #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
             #expect(try db.foreignKeys(on: "reminders").count == 1)
             let live = try SchemaSnapshot(liveDatabase: db)
-            #expect(live.differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
+            #expect(live.differences(toReach: try RemindersSchemaV2_1.snapshot()).isEmpty)
         }
     }
 
@@ -105,7 +105,7 @@ struct MigrationTests {
         let migrator = try Migrator(plan: RemindersMigrationPlan.self)
         try migrator.migrate(db)
         let applied = try migrator.appliedStages(db)
-        #expect(applied.map(\.adopted) == [true, true, false])
+        #expect(applied.map(\.adopted) == [true, true, false, false])
         #expect(try db.count("reminders") == 3)
     }
 
@@ -156,7 +156,8 @@ struct MigrationTests {
         try other.execute("ALTER TABLE reminders DROP COLUMN notes")
         try migrator.migrate(other)
         #expect(try other.scalar(String.self, "SELECT notes FROM reminders WHERE id = 'R0'") == "")
-        #expect(try SchemaSnapshot(liveDatabase: other).differences(toReach: try RemindersSchemaV2.snapshot()).isEmpty)
+        #expect(
+            try SchemaSnapshot(liveDatabase: other).differences(toReach: try RemindersSchemaV2_1.snapshot()).isEmpty)
     }
 
     @Test func anUnrecognizedSchemaWithoutLedgerIsRefusedUntouched() throws {
@@ -178,7 +179,7 @@ struct MigrationTests {
             try old.migrate(db)
         } throws: { error in
             let error = error as? MigrationError
-            return error?.kind == .databaseNewerThanPlan && error!.message.contains("2.0.0")
+            return error?.kind == .databaseNewerThanPlan && error!.message.contains("2.1.0")
         }
     }
 

@@ -192,7 +192,7 @@ struct OstoreLogCommandTests {
         #expect(object["storeID"] as? String == store.log.identity.storeID)
         #expect(object["siteID"] as? String == store.siteHex)
         #expect(object["pendingChanges"] as? Int == 3)
-        #expect(object["schemaVersion"] as? String == "2.0.0")
+        #expect(object["schemaVersion"] as? String == "2.1.0")
         let text = try runOstore(["status", "--db", store.path]).output
         #expect(text.contains("store id:         \(store.log.identity.storeID)\n"))
         #expect(text.contains("site id:          \(store.siteHex)\n"))

@@ -43,7 +43,7 @@ struct RemindersCLITests {
         #expect(try db.scalar(String.self, "SELECT max(toVersion) FROM ostore_migrations") == "1.0.0")
     }
 
-    @Test("1.0 → 1.1 → 2.0 keeps every row and backfills dueAt from dueDate")
+    @Test("1.0 → 1.1 → 2.0 → 2.1 keeps every row and backfills dueAt from dueDate")
     func upgradePathKeepsRowsAndBackfillsDueAt() throws {
         let cli = try RemindersCLI()
         let milk = try cli.succeed("--schema", "1.0", "add", "Buy milk", "--due", "2024-05-01")
@@ -81,7 +81,7 @@ struct RemindersCLITests {
         #expect(try db.count("reminderSearch") == 4)
         #expect(
             try db.fetchAll(String.self, "SELECT toVersion FROM ostore_migrations ORDER BY position") == [
-                "1.0.0", "1.1.0", "2.0.0",
+                "1.0.0", "1.1.0", "2.0.0", "2.1.0",
             ])
     }
 
@@ -115,7 +115,7 @@ struct RemindersCLITests {
         #expect(try db.fetchAll(String.self, "SELECT reminderID FROM reminderSearch") == [milk])
     }
 
-    @Test("1.0 on a 2.0 file is refused with exit 1 and leaves the file byte for byte as it was")
+    @Test("1.0 on a 2.1 file is refused with exit 1 and leaves the file byte for byte as it was")
     func olderReleaseRefusesNewerFile() throws {
         let cli = try RemindersCLI()
         try cli.succeed("add", "Buy milk", "--due", "2024-05-01")
@@ -127,12 +127,12 @@ struct RemindersCLITests {
             #expect(outcome.standardOutput.isEmpty)
             #expect(outcome.standardError.hasPrefix("reminders: "))
             #expect(outcome.standardError.contains("newer release"))
-            #expect(outcome.standardError.contains("2.0.0"))
+            #expect(outcome.standardError.contains("2.1.0"))
         }
 
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.databasePath)) == before)
         let db = try Database(path: cli.databasePath)
-        #expect(try db.count("ostore_migrations") == 3)
+        #expect(try db.count("ostore_migrations") == 4)
         #expect(try db.count("reminders") == 1)
     }
 
@@ -222,6 +222,36 @@ struct RemindersCLITests {
         let db = try Database(path: cli.databasePath)
         #expect(try db.count("remindersLists") == 1)
         #expect(try db.fetchAll("PRAGMA foreign_key_check").isEmpty)
+    }
+
+    @Test("2.1: lists add --owner, share and unshare write the owner and the members; older releases refuse them")
+    func listsAreOwnedAndShared() throws {
+        let cli = try RemindersCLI()
+        let id = try cli.succeed("lists", "add", "Groceries", "--owner", "alice")
+        #expect(try cli.succeed("lists", "share", "Groceries", "--with", "bob") == "shared list Groceries with bob")
+        #expect(
+            try cli.succeed("lists", "share", "Groceries", "--with", "bob")
+                == "list Groceries was already shared with bob")
+        try cli.succeed("lists", "share", "Groceries", "--with", "carol")
+        let shown = try cli.succeed("lists")
+        #expect(shown.contains("OWNER") && shown.contains("SHARED WITH"))
+        #expect(shown.contains("alice  bob, carol"))
+        #expect(
+            try cli.succeed("lists", "unshare", "Groceries", "--with", "bob")
+                == "list Groceries is no longer shared with bob")
+        let db = try Database(path: cli.databasePath)
+        #expect(try db.fetchValue(String.self, "SELECT ownerID FROM remindersLists WHERE id = \(id)") == "alice")
+        #expect(try db.fetchAll(String.self, "SELECT userID FROM listMembers") == ["carol"])
+        try db.close()
+
+        let missing = try cli.run("lists", "share", "Groceries")
+        #expect(missing.status == 2 && missing.standardError.contains("lists share needs --with USER"))
+        let unknown = try cli.run("lists", "share", "Errands", "--with", "bob")
+        #expect(unknown.status == 1 && unknown.standardError.contains("no list named \"Errands\""))
+        let old = try RemindersCLI()
+        let refused = try old.run("--schema", "2.0", "lists", "add", "Home", "--owner", "alice")
+        #expect(refused.status == 2 && refused.standardError.contains("--owner needs schema 2.1 or later"))
+        #expect(try old.succeed("--schema", "2.0", "lists").contains("OWNER") == false)
     }
 
     // Regression: nothing showed changes from other devices waiting in the stash or refused here.

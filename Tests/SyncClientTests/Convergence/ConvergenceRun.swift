@@ -356,7 +356,9 @@ struct ConvergenceRun {
             purges ? try Self.events(of: server.storedChanges(dataset: dataset)) : events,
             tables: SyncPeer.tables.map(\.name),
             references: olderReleases ? MergeModel.referencesOfReleaseOne : MergeModel.references,
-            defaults: olderReleases || olderMajor ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
+            defaults: olderMajor
+                ? MergeModel.columnsReleaseOneLacksOnTheLatest
+                : olderReleases ? MergeModel.columnsReleaseOnePointZeroLacks : [:])
         let expected = MergeModel.canonicalText(derives ? Self.withoutDerivedColumns(model) : model)
         var devices: [String: String] = [:]
         for peer in peers {

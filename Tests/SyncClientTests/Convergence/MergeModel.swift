@@ -51,6 +51,12 @@ enum MergeModel {
         "reminders": ["priority": .null, "notes": .text("")]
     ]
 
+    /// What a 1.x device's row lacks on the latest release: 1.1's columns, and 2.1's `ownerID` of a
+    /// list.
+    static let columnsReleaseOneLacksOnTheLatest = columnsReleaseOnePointZeroLacks.merging([
+        "remindersLists": ["ownerID": .null]
+    ]) { $0.merging($1) { first, _ in first } }
+
     /// Every site's rows once it has applied every change in `events`, for a schema whose foreign
     /// keys are `references`; a column an insert did not carry (an older release wrote it) takes
     /// its value from `defaults` (table, then column) unless an update wrote it.

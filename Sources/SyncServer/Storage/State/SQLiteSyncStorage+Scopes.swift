@@ -107,7 +107,12 @@ extension SQLiteSyncStorage: ScopedStorage {
                 let end = try index.end()
                 var cursor = cursor ?? ScopedCursor(from: nil, to: end)
                 if cursor.from == cursor.to { cursor.to = end }
-                var transition = try ScopeTransition(index, identity: identity, from: cursor.from, to: cursor.to)
+                let key = ScopeTransitionCache.Key(
+                    datasetID: datasetID, identity: identity, from: cursor.from, to: cursor.to)
+                var transition = try transitions.transition(key) {
+                    try ScopeTransition(index, identity: identity, from: cursor.from, to: cursor.to)
+                }
+                defer { transitions.keep(transition, for: key) }
                 var room = max(limit, 1)
                 let removed = Array(transition.leaving.dropFirst(cursor.leavingSent).prefix(room))
                 cursor.leavingSent += removed.count
@@ -133,7 +138,7 @@ extension SQLiteSyncStorage: ScopedStorage {
                         // A batch is no longer than the room left, so all of it fits.
                         for (_, change) in batch.changes
                         where try transition.receivesChanges(
-                            of: ScopedRow(table: change.table, key: try change.canonicalKeyJSON()))
+                            of: ScopedRow(table: change.table, key: try change.canonicalKeyJSON()), in: index)
                         {
                             changes.append(change)
                             room -= 1

@@ -7,6 +7,11 @@ import SyncProtocol
 /// ```swift
 /// let transition = try ScopeTransition(StateScopeIndexReader(db, datasetID: id), identity: bob, from: nil, to: end)
 /// ```
+///
+/// SQLite's planner, without statistics of these tables, takes the range on `addedAt` (or
+/// `removedAt`) for the most selective condition and scans every link of the dataset for each row a
+/// walk reaches: the walks name the index on a link's target, and a row's links are read by their
+/// row's key (`+addedAt` keeps the planner off the other indexes).
 final class StateScopeIndexReader: ScopeIndexReading {
     private let db: Database
     private let datasetID: Int64
@@ -47,7 +52,7 @@ final class StateScopeIndexReader: ScopeIndexReading {
         Set(
             try db.fetchAll(
                 """
-                SELECT value FROM state_scope_grants
+                SELECT value FROM state_scope_grants INDEXED BY state_scope_grants_member
                 WHERE datasetID = \(datasetID) AND bucketKind = \(kind) AND member = \(member)
                     AND addedAt <= \(position) AND (removedAt IS NULL OR removedAt > \(position))
                 """
@@ -55,22 +60,27 @@ final class StateScopeIndexReader: ScopeIndexReading {
     }
 
     func rows(reachedFrom buckets: Set<ScopeBucket>, at position: Int64) throws -> Set<ScopedRow> {
-        try scopedRows(
-            """
-            WITH RECURSIVE reached(tableName, key) AS (
-                SELECT l.tableName, l.key FROM json_each(\(Self.pairs(buckets.map { ($0.kind, $0.value) }))) AS g
-                JOIN state_scope_links AS l
-                    ON l.datasetID = \(datasetID) AND l.kind = 'b'
-                    AND l.a = json_extract(g.value, '$[0]') AND l.b = json_extract(g.value, '$[1]')
-                WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
-                UNION
-                SELECT l.tableName, l.key FROM reached AS r
-                JOIN state_scope_links AS l
-                    ON l.datasetID = \(datasetID) AND l.kind = 'p' AND l.a = r.tableName AND l.b = r.key
-                WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
-            )
-            SELECT tableName, key FROM reached
-            """)
+        try scopedRows(Self.reachedSQL(datasetID: datasetID, buckets: buckets, at: position))
+    }
+
+    /// The walk of ``rows(reachedFrom:at:)``: down from the rows linked to `buckets`, through
+    /// parent links.
+    static func reachedSQL(datasetID: Int64, buckets: Set<ScopeBucket>, at position: Int64) -> SQL {
+        """
+        WITH RECURSIVE reached(tableName, key) AS (
+            SELECT l.tableName, l.key FROM json_each(\(Self.pairs(buckets.map { ($0.kind, $0.value) }))) AS g
+            JOIN state_scope_links AS l INDEXED BY state_scope_links_target
+                ON l.datasetID = \(datasetID) AND l.kind = 'b'
+                AND l.a = json_extract(g.value, '$[0]') AND l.b = json_extract(g.value, '$[1]')
+            WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
+            UNION
+            SELECT l.tableName, l.key FROM reached AS r
+            JOIN state_scope_links AS l INDEXED BY state_scope_links_target
+                ON l.datasetID = \(datasetID) AND l.kind = 'p' AND l.a = r.tableName AND l.b = r.key
+            WHERE l.addedAt <= \(position) AND (l.removedAt IS NULL OR l.removedAt > \(position))
+        )
+        SELECT tableName, key FROM reached
+        """
     }
 
     func rowsRelinked(after from: Int64, through to: Int64) throws -> Set<ScopedRow> {
@@ -94,7 +104,7 @@ final class StateScopeIndexReader: ScopeIndexReading {
                 FROM json_each(\(Self.pairs(rows.map { ($0.table, $0.key) })))
                 UNION
                 SELECT l.tableName, l.key FROM json_each(\(Self.pairs(buckets.map { ($0.kind, $0.value) }))) AS g
-                JOIN state_scope_links AS l
+                JOIN state_scope_links AS l INDEXED BY state_scope_links_target
                     ON l.datasetID = \(datasetID) AND l.kind = 'b'
                     AND l.a = json_extract(g.value, '$[0]') AND l.b = json_extract(g.value, '$[1]')
                 WHERE (l.addedAt <= \(from) AND (l.removedAt IS NULL OR l.removedAt > \(from)))
@@ -104,7 +114,7 @@ final class StateScopeIndexReader: ScopeIndexReading {
                 SELECT tableName, key FROM start
                 UNION
                 SELECT l.tableName, l.key FROM reached AS r
-                JOIN state_scope_links AS l
+                JOIN state_scope_links AS l INDEXED BY state_scope_links_target
                     ON l.datasetID = \(datasetID) AND l.kind = 'p' AND l.a = r.tableName AND l.b = r.key
                 WHERE (l.addedAt <= \(from) AND (l.removedAt IS NULL OR l.removedAt > \(from)))
                     OR (l.addedAt <= \(to) AND (l.removedAt IS NULL OR l.removedAt > \(to)))
@@ -119,7 +129,7 @@ final class StateScopeIndexReader: ScopeIndexReading {
                 """
                 SELECT kind, a, b FROM state_scope_links
                 WHERE datasetID = \(datasetID) AND tableName = \(row.table) AND key = \(row.key)
-                    AND addedAt <= \(position) AND (removedAt IS NULL OR removedAt > \(position))
+                    AND +addedAt <= \(position) AND (+removedAt IS NULL OR +removedAt > \(position))
                 """
             ).map { RowScope.Link(kind: try $0.decode(at: 0), a: try $0.decode(at: 1), b: try $0.decode(at: 2)) })
     }
@@ -155,7 +165,7 @@ struct StateScopeStateReader: ScopeStateReading {
         Set(
             try db.fetchAll(
                 """
-                SELECT value FROM state_scope_grants
+                SELECT value FROM state_scope_grants INDEXED BY state_scope_grants_member
                 WHERE datasetID = \(datasetID) AND bucketKind = \(kind) AND member = \(member) AND removedAt IS NULL
                 """
             ).map { try $0.decode(String.self, at: 0) })
