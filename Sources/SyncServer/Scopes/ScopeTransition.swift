@@ -47,7 +47,7 @@ struct ScopeTransition: Sendable {
     private var memoTo: [ScopedRow: Bool] = [:]
     /// Every row readable at `to`, once asking row by row would cost more (``rowByRowLimit``).
     private var scopeTo: Set<ScopedRow>?
-    /// How many rows ``receivesChanges(of:)`` decided by walking up from them.
+    /// How many rows ``receivesChanges(of:in:)`` decided by walking up from them.
     private var walkedUp = 0
     private let to: Int64
     private let grantedTo: Set<ScopeBucket>
