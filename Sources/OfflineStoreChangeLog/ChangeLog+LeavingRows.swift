@@ -17,29 +17,38 @@ extension ChangeLog {
         var asDeletes: [IncomingChange] = []
         let pushed = try pushedSequence(db)
         let log = "\(quoteIdentifier(Metadatabase.schemaName)).ostore_changes"
+        // Read once for the page: most stores' stash is empty, and a page may name many rows.
+        var stash = try StashedRows(db)
+        // Per table the page names: its key columns, its number in the log, its queue reader.
+        var tables: [String: (keyColumns: [String], id: Int, pending: PendingTable)?] = [:]
         for row in leaving.rows {
-            guard let definition = schema.table(named: row.table), definition.sync == .synced else {
+            let known =
+                try tables[row.table.lowercased()]
+                ?? schema.table(named: row.table).flatMap { definition in
+                    guard definition.sync == .synced else { return nil }
+                    return (
+                        ChangeTracker.keyColumns(of: definition), try trackedTableID(definition.name, db),
+                        try PendingTable(definition, db)
+                    )
+                }
+            tables[row.table.lowercased()] = known
+            guard let table = known else {
                 // A table of a newer schema: only the stash can hold its rows.
-                removed += try forgetStashed(row, key: nil, db) ? 1 : 0
+                removed += try stash.forget(table: row.table, db) { $0.primaryKey == row.primaryKey } ? 1 : 0
                 continue
             }
-            let keyColumns = ChangeTracker.keyColumns(of: definition)
+            let name = table.pending.definition.name
             let keyValues: [DatabaseValue]
             do {
-                keyValues = try Self.keyValues(
-                    of: IncomingChange(
-                        table: definition.name, primaryKey: row.primaryKey, operation: .delete, columns: [:],
-                        clock: .zero, siteID: identity.siteID),
-                    keyColumns: keyColumns, table: definition.name)
+                keyValues = try Self.keyValues(of: row.primaryKey, keyColumns: table.keyColumns, table: name)
             } catch {
                 // The server named a row by another key than the table's: nothing here is that row.
                 db.configuration.logHandler.log(
                     .warning, "a pull named a row that left the scope by a key this table does not have; kept it",
-                    metadata: ["path": db.path, "table": definition.name, "reason": "\(error)"])
+                    metadata: ["path": db.path, "table": name, "reason": "\(error)"])
                 continue
             }
             let key = Self.loggedKey(keyValues)
-            let tableID = try trackedTableID(definition.name, db)
             // Read before the row and the stash lose what they hold: an insert's or update's values.
             let unpushed = try db.cachedStatement(
                 """
@@ -48,61 +57,60 @@ extension ChangeLog {
                 WHERE c.tableID = ?1 AND c.pk = ?2 AND c.site = 0 AND c.seq > ?3 ORDER BY c.seq
                 """)
             defer { unpushed.reset() }
-            try unpushed.bind(.integer(Int64(tableID)), toParameter: 1)
+            try unpushed.bind(.integer(Int64(table.id)), toParameter: 1)
             try unpushed.bind(key, toParameter: 2)
             try unpushed.bind(.integer(pushed), toParameter: 3)
-            let table = try PendingTable(definition, db)
             while try unpushed.step(arguments: nil) {
-                if let entry = try table.entry(unpushed, in: log, db) { try leaving.keepUnpushed(entry, db) }
+                if let entry = try table.pending.entry(unpushed, in: log, db) { try leaving.keepUnpushed(entry, db) }
             }
-            try db.execute(Self.rowSQL("DELETE FROM", definition.name, keyColumns, keyValues, set: [:]))
+            try db.execute(Self.rowSQL("DELETE FROM", name, table.keyColumns, keyValues, set: [:]))
             let wasHeld = db.changesCount > 0
-            let wasStashed = try forgetStashed(row, key: (keyColumns, keyValues), db)
+            // Keys compared as the apply compares them, in the table's key order.
+            let wasStashed = try stash.forget(table: name, db) { change in
+                (try? Self.keyValues(of: change, keyColumns: table.keyColumns, table: name)) == keyValues
+            }
             try db.execute(
                 SQL(
                     sql: "DELETE FROM \(log) WHERE tableID = ? AND pk = ?",
-                    arguments: [.integer(Int64(tableID)), key]))
+                    arguments: [.integer(Int64(table.id)), key]))
             guard wasHeld || wasStashed || db.changesCount > 0 else { continue }
             removed += 1
             if wasHeld {
                 asDeletes.append(
                     IncomingChange(
-                        table: definition.name,
-                        primaryKey: Dictionary(uniqueKeysWithValues: zip(keyColumns, keyValues)), operation: .delete,
-                        columns: [:], clock: .zero, siteID: identity.siteID))
+                        table: name, primaryKey: Dictionary(uniqueKeysWithValues: zip(table.keyColumns, keyValues)),
+                        operation: .delete, columns: [:], clock: .zero, siteID: identity.siteID))
             }
         }
         return (removed, asDeletes)
     }
+}
 
-    /// Deletes what the stash holds of `row`: its changes waiting for a schema that knows them or
-    /// for their row, and the row itself waiting for its parent. `key`: the table's key columns and
-    /// the row's values in their order, to compare keys as the apply does; nil for a table this
-    /// schema does not know, whose keys are compared as the server gave them. Returns whether
-    /// anything was deleted.
-    private func forgetStashed(
-        _ row: LeavingRow, key: (columns: [String], values: [DatabaseValue])?, _ db: Database
-    ) throws -> Bool {
-        let stashed = try db.fetchAll(
-            SQL(
-                sql: "SELECT id, change FROM \(quoteIdentifier(Metadatabase.schemaName)).ostore_stash "
-                    + "WHERE tableName = ? COLLATE NOCASE",
-                arguments: [.text(row.table)]))
-        var forgotten = false
-        for stash in stashed {
-            let json: String = try stash.decode(at: 1)
+/// The stash's changes, read once for the rows of a page that leave the scope, each taken out of
+/// the stash (and of this reading) when its row leaves.
+private struct StashedRows {
+    private var changes: [(id: Int64, change: IncomingChange)] = []
+
+    init(_ db: Database) throws {
+        for row in try db.fetchAll("SELECT id, change FROM \(identifier: Metadatabase.schemaName).ostore_stash") {
+            let json: String = try row.decode(at: 1)
             guard let change = try? JSONDecoder().decode(IncomingChange.self, from: Data(json.utf8)) else { continue }
-            let isRow: Bool
-            if let key {
-                isRow = (try? Self.keyValues(of: change, keyColumns: key.columns, table: row.table)) == key.values
-            } else {
-                isRow = change.primaryKey == row.primaryKey
-            }
-            guard isRow else { continue }
-            let id: Int64 = try stash.decode(at: 0)
-            try db.execute("DELETE FROM ostore_meta.ostore_stash WHERE id = \(id)")
-            forgotten = true
+            changes.append((try row.decode(at: 0), change))
         }
-        return forgotten
+    }
+
+    /// Deletes what the stash holds of one row of `table` (named in any case), the changes
+    /// `isRow` says are the row's: its changes waiting for a schema that knows them or for their
+    /// row, and the row itself waiting for its parent. Returns whether anything was deleted.
+    mutating func forget(table: String, _ db: Database, where isRow: (IncomingChange) -> Bool) throws -> Bool {
+        let name = table.lowercased()
+        let forgotten = changes.filter { $0.change.table.lowercased() == name && isRow($0.change) }
+        guard !forgotten.isEmpty else { return false }
+        for (id, _) in forgotten {
+            try db.execute("DELETE FROM \(identifier: Metadatabase.schemaName).ostore_stash WHERE id = \(id)")
+        }
+        let ids = Set(forgotten.map(\.id))
+        changes.removeAll { ids.contains($0.id) }
+        return true
     }
 }

@@ -15,24 +15,32 @@ extension ChangeLog {
     static func keyValues(of change: IncomingChange, keyColumns: [String], table: String) throws(ChangeLogError)
         -> [DatabaseValue]
     {
-        if change.primaryKey.count == keyColumns.count {
+        try keyValues(of: change.primaryKey, keyColumns: keyColumns, table: table)
+    }
+
+    /// A key's values (by name, as a change or a pull names a row) in the order of `keyColumns`,
+    /// as ``keyValues(of:keyColumns:table:)`` reads a change's.
+    static func keyValues(of primaryKey: [String: DatabaseValue], keyColumns: [String], table: String)
+        throws(ChangeLogError) -> [DatabaseValue]
+    {
+        if primaryKey.count == keyColumns.count {
             var values: [DatabaseValue] = []
             values.reserveCapacity(keyColumns.count)
             for key in keyColumns {
-                guard let value = change.primaryKey[key] else { break }
+                guard let value = primaryKey[key] else { break }
                 values.append(value)
             }
             if values.count == keyColumns.count { return values }
         }
         // As many names as key columns, the same ones: no key column named twice (in two cases).
-        guard change.primaryKey.count == keyColumns.count,
-            Set(change.primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() })
+        guard primaryKey.count == keyColumns.count,
+            Set(primaryKey.keys.map { $0.lowercased() }) == Set(keyColumns.map { $0.lowercased() })
         else {
             throw ChangeLogError(
                 .invalidChange, table: table,
-                "the key names \(change.primaryKey.keys.sorted()) but \(table) is keyed by \(keyColumns)")
+                "the key names \(primaryKey.keys.sorted()) but \(table) is keyed by \(keyColumns)")
         }
-        return keyColumns.map { key in change.primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value }
+        return keyColumns.map { key in primaryKey.first { $0.key.lowercased() == key.lowercased() }!.value }
     }
 
     /// `"a" = ?1 AND "b" = ?2 …`: a row matched by its key, the key's values bound first, in order.

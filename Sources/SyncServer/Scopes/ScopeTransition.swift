@@ -73,25 +73,26 @@ struct ScopeTransition: Sendable {
         let grantedFrom =
             try rulesFrom.map { rules in try Self.granted(index, rules.evaluator, identity, at: from) } ?? []
         let candidates: Set<ScopedRow>
+        // Either end's whole scope, when the rows to decide are many (or, after a change of rules,
+        // are those scopes); nil: each row is decided by walking up from it.
+        var scopeFrom: Set<ScopedRow>?
         if rulesFrom?.version != rulesTo.version {
-            candidates = try index.rows(reachedFrom: grantedFrom, at: from)
-                .union(index.rows(reachedFrom: grantedTo, at: to))
+            let before = try index.rows(reachedFrom: grantedFrom, at: from)
+            let after = try index.rows(reachedFrom: grantedTo, at: to)
+            (scopeFrom, scopeTo, candidates) = (before, after, before.union(after))
         } else {
             let relinked = try index.rowsRelinked(after: from, through: to)
             candidates = relinked.union(
                 try index.rows(
                     linkedTo: grantedFrom.symmetricDifference(grantedTo), below: relinked, at: from, or: to))
+            if candidates.count > Self.rowByRowLimit {
+                scopeFrom = try index.rows(reachedFrom: grantedFrom, at: from)
+                scopeTo = try index.rows(reachedFrom: grantedTo, at: to)
+            }
         }
         var memoFrom: [ScopedRow: Bool] = [:]
         var entering: Set<ScopedRow> = []
         var leaving: Set<ScopedRow> = []
-        let scopeFrom: Set<ScopedRow>?
-        if candidates.count > Self.rowByRowLimit {
-            scopeFrom = rulesFrom == nil ? [] : try index.rows(reachedFrom: grantedFrom, at: from)
-            scopeTo = try index.rows(reachedFrom: grantedTo, at: to)
-        } else {
-            scopeFrom = nil
-        }
         for row in candidates {
             let before =
                 try scopeFrom?.contains(row) ?? Self.readable(row, index, grantedFrom, at: from, memo: &memoFrom)
