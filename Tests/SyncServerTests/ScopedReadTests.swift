@@ -274,6 +274,39 @@ struct ScopedReadTests {
     }
 }
 
+extension ScopedReadTests {
+    /// Regression: rules set twice with no change stored between them took the same position, and
+    /// the fold could not record the second (every scoped pull and push then failed).
+    @Test func rulesSetAgainWithNoChangeBetweenTakeEffectEachTime() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        try storage.createDataset(named: "family")
+        try storage.setScopeRules(Self.shared, definition: Self.definition, dataset: "family")
+        let clock = { (offset: Int64) in ChangeClock(milliseconds: 1_764_000_000_000 + offset, counter: 0)! }
+        _ = try storage.storeBatch(
+            [
+                Change(
+                    table: "lists", key: ["id": .text("l1")], op: .insert,
+                    columns: ["id": .text("l1"), "ownerID": .text("alice"), "name": .text("Groceries")],
+                    clock: clock(1), site: Self.writer, seq: 1),
+                Change(
+                    table: "listMembers", key: ["listID": .text("l1"), "userID": .text("bob")], op: .insert,
+                    columns: ["listID": .text("l1"), "userID": .text("bob")], clock: clock(2), site: Self.writer,
+                    seq: 2),
+            ], site: Self.writer, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        var bob = Device(identity: ScopeIdentity(subject: "bob"))
+        try bob.pull(storage, limit: 10)
+        #expect(bob.rows.count == 2)
+        for (rules, rows) in [(Self.ownersOnly, 0), (Self.shared, 2), (Self.ownersOnly, 0)] {
+            storage.waitUntilFolded()
+            try storage.setScopeRules(rules, definition: Self.definition, dataset: "family")
+            storage.waitUntilFolded()
+            try bob.pull(storage, limit: 10)
+            #expect(bob.rows.count == rows)
+        }
+    }
+}
+
 /// Regression: without statistics of the scope index's tables, SQLite's planner took the range on
 /// a link's `addedAt` for the walk's join and read every link of the dataset for each row the walk
 /// reached (a first download of 1% of 100,000 rows took minutes).

@@ -31,7 +31,7 @@ extension SQLiteSyncStorage {
             where try StateScopeIndex.appliedVersion(datasetID: datasetID, db) != stored.version {
                 try StateScopeIndex.relink(
                     datasetID: datasetID, rules: stored,
-                    at: ScopePosition.afterRules(foldedSerials[datasetID] ?? 0), db)
+                    at: try ScopePosition.rules(after: try StateScopeIndexReader(db, datasetID: datasetID).end()), db)
             }
             let lagging = lastSerials.compactMap { dataset in
                 let from = foldedSerials[dataset.id] ?? 0

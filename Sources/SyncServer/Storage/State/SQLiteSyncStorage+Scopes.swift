@@ -70,6 +70,11 @@ extension SQLiteSyncStorage: ScopedStorage {
     func setScopeRules(_ rulesText: String, definition: SchemaDefinition, dataset: String) throws {
         let rules = try ScopeRules.read(from: Data(rulesText.utf8))
         _ = try ScopeEvaluator(rules, definition: definition)
+        // The fold relinks the index at the position after its end: refused here, not there.
+        let datasetID = try pool.read { db in try self.datasetID(dataset, db) }
+        _ = try state.pool.read { db in
+            try ScopePosition.rules(after: try StateScopeIndexReader(db, datasetID: datasetID).end())
+        }
         let definitionText = String(decoding: try JSONEncoder().encode(definition), as: UTF8.self)
         try storageWork("setting the scope rules of dataset \(dataset)") {
             try pool.write { db in
