@@ -30,6 +30,19 @@ struct ScopedSyncTests {
 
     /// The sample's rules (`Samples/reminders-rules.json`, which `make demo` sets) fit release 2.1's
     /// schema, and not 2.0's, which has neither owners nor members.
+    /// The operator's own access to `server`'s storage, beside the running server.
+    static func admin(of server: LiveServer) throws -> any SyncStorage {
+        switch server.backend {
+        case .sqlite: try SQLiteSyncStorage(directory: server.dataDirectory, folds: false)
+        case .postgres: try PostgresSyncStorage(url: server.postgresURL!, connections: 2)
+        }
+    }
+
+    /// What names `server`'s storage to an `ostore-server` command.
+    static func storageArguments(of server: LiveServer) -> [String] {
+        server.postgresURL.map { ["--postgres", $0] } ?? ["--data", server.dataDirectory.path]
+    }
+
     @Test func theSamplesRulesFitTheReleaseThatSharesLists() throws {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Samples/reminders-rules.json")
@@ -40,11 +53,12 @@ struct ScopedSyncTests {
         #expect(before.contains { $0.contains("ownerID") })
     }
 
-    @Test func eachUserSyncsTheirPartAndAChangeOutsideItIsKeptAsRefused() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func eachUserSyncsTheirPartAndAChangeOutsideItIsKeptAsRefused(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
         let data = directory.url.appendingPathComponent("data")
-        let server = try LiveServer(dataDirectory: data)
-        let admin = try SQLiteSyncStorage(directory: data, folds: false)
+        let server = try LiveServer(dataDirectory: data, backend: backend)
+        let admin = try Self.admin(of: server)
         try admin.createDataset(named: "family")
         func device(_ user: String, file: String? = nil) throws -> SyncPeer {
             let token = try admin.createToken(
@@ -60,7 +74,7 @@ struct ScopedSyncTests {
         try Self.rules.write(toFile: directory.path("rules.json"), atomically: true, encoding: .utf8)
         let set = try run(
             try builtProduct("ostore-server").path,
-            ["rules", "set", "--dataset", "family", directory.path("rules.json"), "--data", data.path])
+            ["rules", "set", "--dataset", "family", directory.path("rules.json")] + Self.storageArguments(of: server))
         #expect(set.status == 0, "\(String(decoding: set.error, as: UTF8.self))")
 
         try alice.db.execute("INSERT INTO remindersLists (id, name) VALUES ('LA', 'alice')")
@@ -99,11 +113,12 @@ struct ScopedSyncTests {
     /// edit made offline is refused and kept, his device loses the list and its reminder at the
     /// next sync without pushing a delete, and both come back whole, as the server holds them,
     /// when the list is his again.
-    @Test func rowsLeavingTheScopeAreRemovedWithoutADeleteAndComeBackWhole() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func rowsLeavingTheScopeAreRemovedWithoutADeleteAndComeBackWhole(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
         let data = directory.url.appendingPathComponent("data")
-        let server = try LiveServer(dataDirectory: data)
-        let admin = try SQLiteSyncStorage(directory: data, folds: false)
+        let server = try LiveServer(dataDirectory: data, backend: backend)
+        let admin = try Self.admin(of: server)
         try admin.createDataset(named: "family")
         func device(_ name: String, subject: String?) throws -> SyncPeer {
             let token = try admin.createToken(
@@ -118,7 +133,7 @@ struct ScopedSyncTests {
         try Self.rules.write(toFile: directory.path("rules.json"), atomically: true, encoding: .utf8)
         let set = try run(
             try builtProduct("ostore-server").path,
-            ["rules", "set", "--dataset", "family", directory.path("rules.json"), "--data", data.path])
+            ["rules", "set", "--dataset", "family", directory.path("rules.json")] + Self.storageArguments(of: server))
         #expect(set.status == 0, "\(String(decoding: set.error, as: UTF8.self))")
         try bob.db.execute("INSERT INTO remindersLists (id, name) VALUES ('LB', 'bob')")
         try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('RB', 'Tea', 'LB')")

@@ -56,4 +56,8 @@ extension ForwardingStorage {
     func logChain(dataset: String, serial: Int64) throws(ServerError) -> Int64? {
         try inner.logChain(dataset: dataset, serial: serial)
     }
+    func setScopeRules(_ text: String, dataset: String) throws(ServerError) {
+        try inner.setScopeRules(text, dataset: dataset)
+    }
+    func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary? { try inner.scopeRules(of: dataset) }
 }

@@ -62,13 +62,13 @@ struct ScopeSecurityMatrixTests {
     }
 
     final class Server {
-        let storage: SQLiteSyncStorage
+        let storage: any ScopedStorage
         let service: SyncService
         var tokens: [String: String] = [:]
         var seq: Int64 = 0
 
-        init(_ directory: TemporaryDirectory) throws {
-            storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        init(_ directory: TemporaryDirectory, _ backend: StorageBackend) throws {
+            storage = try ScopedStorages.open(backend, in: directory)
             for dataset in ["family", "other"] {
                 try storage.createDataset(named: dataset)
                 try storage.recordDefinition(
@@ -156,9 +156,10 @@ struct ScopeSecurityMatrixTests {
         ("tags", ["name": .text("home")]),
     ]
 
-    @Test func everyAnswerIsWhatTheRulesSayOfTheWholeDataset() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func everyAnswerIsWhatTheRulesSayOfTheWholeDataset(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let server = try Server(directory)
+        let server = try Server(directory, backend)
         var oracle = Oracle(
             evaluator: try ScopeEvaluator(
                 try ScopeRules.read(from: Data(ScopeWriteTests.rules.utf8)), definition: SharedListsSchema.definition))

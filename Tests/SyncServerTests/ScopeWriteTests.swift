@@ -44,8 +44,8 @@ struct ScopeWriteTests {
             clock: ChangeClock(milliseconds: 1_764_000_000_000 + seq, counter: 0)!, site: operatorSite, seq: seq)
     }
 
-    static func storage(_ directory: TemporaryDirectory) throws -> SQLiteSyncStorage {
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+    static func storage(_ directory: TemporaryDirectory, _ backend: StorageBackend) throws -> any ScopedStorage {
+        let storage = try ScopedStorages.open(backend, in: directory)
         try storage.createDataset(named: "family")
         try storage.setScopeRules(rules, definition: SharedListsSchema.definition, dataset: "family")
         let rows = [
@@ -63,13 +63,14 @@ struct ScopeWriteTests {
     }
 
     /// Each change checked alone, in a batch of its own: the reason of its refusal, nil when taken.
-    static func refusal(_ change: Change, by subject: String?, _ storage: SQLiteSyncStorage) throws -> String? {
+    static func refusal(_ change: Change, by subject: String?, _ storage: any ScopedStorage) throws -> String? {
         try storage.scopeWriteRefusals([change], identity: ScopeIdentity(subject: subject), dataset: "family")[0]
     }
 
-    @Test func aChangeOutsideItsWritersWriteScopeIsRefusedNamingWhy() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func aChangeOutsideItsWritersWriteScopeIsRefusedNamingWhy(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let storage = try Self.storage(directory)
+        let storage = try Self.storage(directory, backend)
         let outside = "the row is outside the writer's write scope"
         let wouldLeave = "the change would put the row outside the writer's write scope"
         let cases: [(String, String?, Change, String?)] = [
@@ -141,9 +142,10 @@ struct ScopeWriteTests {
         }
     }
 
-    @Test func aBatchsEarlierChangesCountForItsLaterOnes() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func aBatchsEarlierChangesCountForItsLaterOnes(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let storage = try Self.storage(directory)
+        let storage = try Self.storage(directory, backend)
         let batch = [
             Self.change("lists", .insert, ["id": .text("l5")], ["ownerID": .text("alice")], seq: 1),
             Self.change(

@@ -98,7 +98,7 @@ struct ScopedReadTests {
             .depths ?? [:]
 
         /// Pulls every page of the scope's move, `limit` rows and changes a page.
-        mutating func pull(_ storage: SQLiteSyncStorage, limit: Int) throws {
+        mutating func pull(_ storage: any ScopedStorage, limit: Int) throws {
             var page: ScopedChanges
             var removedDepths: [Int] = []
             var downloadedDepths: [Int] = []
@@ -142,9 +142,10 @@ struct ScopedReadTests {
         }
     }
 
-    @Test(arguments: 0..<24) func everyPullLeavesEachDeviceWithExactlyItsScope(seed: UInt64) throws {
+    @Test(arguments: StorageBackend.allCases, 0..<16)
+    func everyPullLeavesEachDeviceWithExactlyItsScope(_ backend: StorageBackend, seed: UInt64) throws {
         let directory = try TemporaryDirectory()
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        let storage = try ScopedStorages.open(backend, in: directory)
         try storage.createDataset(named: "family")
         try storage.setScopeRules(Self.shared, definition: Self.definition, dataset: "family")
         var evaluator = try StoredScopeRules(
@@ -257,7 +258,7 @@ struct ScopedReadTests {
             if pending.isEmpty && chance(30) {
                 let index = Int(random.next() % UInt64(devices.count))
                 try devices[index].pull(storage, limit: 1 + Int(random.next() % 8))
-                Self.check(devices[index], model, evaluator, "seed \(seed) step \(step)")
+                Self.check(devices[index], model, evaluator, "\(backend) seed \(seed) step \(step)")
             }
         }
         if !pending.isEmpty {
@@ -265,7 +266,7 @@ struct ScopedReadTests {
         }
         for index in devices.indices {
             try devices[index].pull(storage, limit: 1_000)
-            Self.check(devices[index], model, evaluator, "seed \(seed) at the end")
+            Self.check(devices[index], model, evaluator, "\(backend) seed \(seed) at the end")
             // A device that downloads now receives the same.
             var fresh = Device(identity: devices[index].identity)
             try fresh.pull(storage, limit: 3)
@@ -277,9 +278,10 @@ struct ScopedReadTests {
 extension ScopedReadTests {
     /// Regression: rules set twice with no change stored between them took the same position, and
     /// the fold could not record the second (every scoped pull and push then failed).
-    @Test func rulesSetAgainWithNoChangeBetweenTakeEffectEachTime() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func rulesSetAgainWithNoChangeBetweenTakeEffectEachTime(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        let storage = try ScopedStorages.open(backend, in: directory)
         try storage.createDataset(named: "family")
         try storage.setScopeRules(Self.shared, definition: Self.definition, dataset: "family")
         let clock = { (offset: Int64) in ChangeClock(milliseconds: 1_764_000_000_000 + offset, counter: 0)! }

@@ -15,13 +15,13 @@ struct ScopedSyncServiceTests {
 
     struct Fixture {
         let service: SyncService
-        let storage: SQLiteSyncStorage
+        let storage: any ScopedStorage
         var tokens: [String: String] = [:]
         var seq: Int64 = 0
         let operatorSite = SiteID(bytes: Data(repeating: 0x0A, count: 16))!
 
-        init(_ directory: TemporaryDirectory) throws {
-            storage = try SQLiteSyncStorage(directory: URL(fileURLWithPath: directory.path("data")))
+        init(_ directory: TemporaryDirectory, _ backend: StorageBackend = .sqlite) throws {
+            storage = try ScopedStorages.open(backend, in: directory)
             try storage.createDataset(named: "family")
             let definition = SharedListsSchema.definition
             try storage.recordDefinition(definition, version: SchemaVersion(1, 0), dataset: "family")
@@ -85,9 +85,10 @@ struct ScopedSyncServiceTests {
         "\(table) \(values.map { "\(WireValue.text($0))" }.sorted())"
     }
 
-    @Test func eachUserPullsTheirPartAndLosesWhatTheyAreRemovedFrom() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func eachUserPullsTheirPartAndLosesWhatTheyAreRemovedFrom(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        var fixture = try Fixture(directory)
+        var fixture = try Fixture(directory, backend)
         let ops = Self.site(1)
         #expect(
             try fixture.push(
@@ -145,24 +146,40 @@ struct ScopedSyncServiceTests {
         #expect(throws: ErrorBody.self) { try fixture.pull("alice", site: Self.site(2), cursor: after.cursor) }
     }
 
-    /// Rules are refused where they could not be served, saying so, not taken and ignored.
-    @Test func aPostgreSQLStorageRefusesScopeRules() throws {
-        let directory = try TemporaryDirectory()
-        let (storage, _) = try LogChainTests.open(.postgres, in: directory)
-        try storage.createDataset(named: "family")
-        #expect(throws: ServerError.self) { try storage.setScopeRules(Self.rules, dataset: "family") }
-        do {
-            try storage.setScopeRules(Self.rules, dataset: "family")
-        } catch {
-            #expect(error.description.contains("need the embedded SQLite storage"))
+    /// Several servers over one PostgreSQL database serve the rules one of them set, from their
+    /// next request.
+    @Test func rulesSetThroughOneServerScopeThePullsOfAnother() throws {
+        let url = try PostgresCluster.shared().createDatabase()
+        let first = try PostgresSyncStorage(url: url, connections: 2)
+        let second = try PostgresSyncStorage(url: url, connections: 2)
+        try first.createDataset(named: "family")
+        try first.recordDefinition(SharedListsSchema.definition, version: SchemaVersion(1, 0), dataset: "family")
+        let bob = try first.createToken(dataset: "family", readOnly: false, identity: TokenIdentity(subject: "bob"))
+        let site = Self.site(1)
+        _ = try first.storeBatch(
+            [
+                Change(
+                    table: "lists", key: ["id": .text("groceries")], op: .insert,
+                    columns: ["id": .text("groceries"), "ownerID": .text("alice"), "name": .text("Groceries")],
+                    clock: ChangeClock(milliseconds: 1_764_000_000_000, counter: 0)!, site: site, seq: 1)
+            ], site: site, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        let service = SyncService(storage: second)
+        func rowsBobPulls() throws -> Int {
+            let answer = try service.pull(family: bob.secret, cursor: nil, site: Self.site(2), limit: 100)
+            #expect(answer.status.rawValue == 200)
+            return try JSONDecoder().decode(PullResponse.self, from: answer.body).changes.count
         }
-        #expect(try storage.scopeRules(of: "family") == nil)
+        #expect(try rowsBobPulls() == 1)
+        try first.setScopeRules(Self.rules, dataset: "family")
+        #expect(try second.scopeRules(of: "family")?.version == 1)
+        #expect(try rowsBobPulls() == 0)
     }
 
     /// A file that does not fit the dataset's schema is refused with every problem, and not set.
-    @Test func rulesThatDoNotFitAreRefusedAndNotSet() throws {
+    @Test(arguments: StorageBackend.allCases)
+    func rulesThatDoNotFitAreRefusedAndNotSet(_ backend: StorageBackend) throws {
         let directory = try TemporaryDirectory()
-        let fixture = try Fixture(directory)
+        let fixture = try Fixture(directory, backend)
         let broken = Self.rules.replacingOccurrences(of: #""where": "userID""#, with: #""where": "user""#)
         do {
             try fixture.storage.setScopeRules(broken, dataset: "family")

@@ -436,15 +436,15 @@ struct StateFoldTests {
         }
         let decoder = JSONDecoder()
         let canonical = try varied.map { try $0.canonicalJSON() }
-        #expect(try SQLiteSyncStorage.decodeLogBodies(entries(canonical)) == varied)
+        #expect(try entries(canonical).decodedChanges() == varied)
         let odd =
             #"{ "table": "notes", "key": {"id": {"text": "n1"}}, "op": "delete", "columns": {}, "#
             + #""clock": "1764000000001-0", "site": "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1", "seq": 1.0, "extra": 1}"#
         let mixed = Array(canonical.prefix(3)) + [odd] + Array(canonical.suffix(2))
-        let decoded = try SQLiteSyncStorage.decodeLogBodies(entries(mixed))
+        let decoded = try entries(mixed).decodedChanges()
         #expect(decoded == (try mixed.map { try decoder.decode(Change.self, from: Data($0.utf8)) }))
         #expect(decoded[3].op == .delete && decoded[3].seq == 1)
-        #expect(try SQLiteSyncStorage.decodeLogBodies(LogPage.Entries()).isEmpty)
+        #expect(try LogPage.Entries().decodedChanges().isEmpty)
     }
 
     /// A fold that fails is told to the operator once per streak, and again when folds work: the

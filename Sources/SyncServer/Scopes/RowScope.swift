@@ -55,3 +55,48 @@ struct RowScope: Hashable, Sendable {
         if grants { self.grants = evaluator.membershipGrants(ofRowIn: table, values: values) }
     }
 }
+
+extension RowScope {
+    /// One change of a row's scope, at the position of the change that made it.
+    struct Move: Sendable {
+        var position: Int64
+        var from: RowScope
+        var to: RowScope
+    }
+
+    /// How one row's scope moves through its changes (in log order, with their serials), from the
+    /// row as the state held it before them and what the index held of it: each change that moves
+    /// the scope gives a move at its own position, so the index's history is the log's, whichever
+    /// backend keeps it and however its writes are grouped.
+    ///
+    /// ```swift
+    /// for move in try RowScope.moves(table: "lists", keyText: key, row: stored, scope: indexed, changes: changes, rules: evaluator) { … }
+    /// ```
+    static func moves(
+        table: String, keyText: String, row: MergedRow, scope: RowScope,
+        changes: some Sequence<(change: FoldChange, serial: Int64)>, rules: ScopeEvaluator
+    ) throws -> [Move] {
+        let key = try ProtocolJSON.decodeValues(Data(keyText.utf8))
+        var row = row
+        var scope = scope
+        var moves: [Move] = []
+        for (change, serial) in changes {
+            row.merge(change)
+            let next = RowScope(rules, table: table, key: key, row: row, previous: scope)
+            guard next != scope else { continue }
+            moves.append(Move(position: ScopePosition.afterChange(serial), from: scope, to: next))
+            scope = next
+        }
+        return moves
+    }
+
+    /// What a row's scope is under `rules` set while the state holds it as `row`: a deleted row's
+    /// links are those of its key alone under other rules (its other values went with its delete).
+    init(relinking row: MergedRow, table: String, keyText: String, under rules: ScopeEvaluator) throws {
+        let values = try ProtocolJSON.decodeValues(Data(keyText.utf8))
+        self =
+            row.isDeleted
+            ? RowScope(rules, table: table, values: { values[$0] }, grants: false)
+            : RowScope(rules, table: table, key: values, row: row, previous: RowScope())
+    }
+}

@@ -11,6 +11,9 @@ struct ScopedRow: Hashable, Sendable, Comparable {
 /// What a storage answers about its scope index at scope positions (``ScopePosition``), for
 /// ``ScopeTransition``; each backend's queries, one algorithm.
 protocol ScopeIndexReading {
+    /// The position the index stands at: after the newest change it holds, or after the rules set
+    /// since.
+    func end() throws -> Int64
     /// The rules the index follows at `position`; nil before any were set.
     func rules(at position: Int64) throws -> StoredScopeRules?
     /// The buckets membership rows grant to `member` as `kind` at `position`.

@@ -93,7 +93,7 @@ extension SQLiteSyncStorage {
                     let merged = try MergedRow(
                         created: try Self.version(row, clockAt: 2), deleted: try Self.version(row, clockAt: 4),
                         packedCells: try row.decode(Data?.self, at: 6))
-                    changes += try snapshotChanges(table: table, keyText: keyText, row: merged)
+                    changes += try SnapshotChanges.of(table: table, keyText: keyText, row: merged)
                     position.table = table
                     position.key = keyText
                     position.rowsDone += 1
@@ -102,13 +102,6 @@ extension SQLiteSyncStorage {
                 return SnapshotPage(changes: changes, position: position, isLast: rows.count < limit)
             }
         }
-    }
-
-    /// `row` of `table` as a snapshot gives it (``SnapshotChanges``).
-    func snapshotChanges(table: String, keyText: String, row: MergedRow) throws -> [Change] {
-        try SnapshotChanges.of(
-            table: table, keyText: keyText, row: row.versions,
-            cells: row.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) })
     }
 
     /// Lets the folder catch up with what the log held when a first pull began (it folds about

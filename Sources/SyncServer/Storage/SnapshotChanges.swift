@@ -45,4 +45,11 @@ enum SnapshotChanges {
         ]
             + later
     }
+
+    /// `row` of `table` as a snapshot gives it.
+    static func of(table: String, keyText: String, row: MergedRow) throws -> [Change] {
+        try of(
+            table: table, keyText: keyText, row: row.versions,
+            cells: row.cells.lazy.map { (name: $0.name, value: $0.cell.value, version: $0.cell.version) })
+    }
 }

@@ -135,7 +135,7 @@ public protocol SyncStorage: Sendable {
     /// Makes the rules file `text` (``ScopeRules``) `dataset`'s scope rules, checked against the
     /// newest schema definition its devices announced; every device's next pull and push are
     /// served under them. Throws ``ServerError`` (kind `invalidArgument`) listing every problem of
-    /// the file, or saying that this storage cannot serve rules.
+    /// the file.
     ///
     /// ```swift
     /// try storage.setScopeRules(try String(contentsOfFile: "rules.json", encoding: .utf8), dataset: "family")
@@ -146,14 +146,48 @@ public protocol SyncStorage: Sendable {
 }
 
 /// A storage that serves datasets under scope rules (``ScopeRules``): the embedded SQLite
-/// storage, whose fold keeps the scope index (``StateScopeIndex``).
+/// storage, whose fold keeps the scope index (``StateScopeIndex``), and the PostgreSQL storage,
+/// whose pushes keep it in their transaction (``PostgresScopeIndex``).
 protocol ScopedStorage: SyncStorage {
     /// The version of `dataset`'s rules; nil when it has none.
     func scopeRulesVersion(of dataset: String) throws(ServerError) -> Int64?
+    /// Makes `rulesText` (a rules file, ``ScopeRules``) the scope rules of `dataset`, checked
+    /// against `definition`: from the index's next position, before any change after.
+    func setScopeRules(_ rulesText: String, definition: SchemaDefinition, dataset: String) throws
+    /// Returns once every change stored so far is in the scope index.
+    func waitUntilFolded()
     func readScopedChanges(
         dataset: String, identity: ScopeIdentity, after cursor: ScopedCursor?, limit: Int, excluding site: SiteID?
     ) throws -> ScopedChanges
     func scopeWriteRefusals(_ changes: [Change], identity: ScopeIdentity, dataset: String) throws -> [Int: String]
+}
+
+extension ScopedStorage {
+    /// ``SyncStorage/setScopeRules(_:dataset:)`` of a storage that serves rules: checked against
+    /// the newest schema definition `dataset`'s devices announced.
+    func setScopeRulesCheckedAgainstNewestDefinition(_ text: String, dataset: String) throws(ServerError) {
+        guard let (version, definition) = try schemaDefinitions(of: dataset).max(by: { $0.key < $1.key }) else {
+            throw ServerError(
+                .invalidArgument,
+                "no device of dataset \(dataset) has announced its schema's definition yet, so the rules cannot be "
+                    + "checked", fix: "sync a device of the app first, then set the rules")
+        }
+        do {
+            try setScopeRules(text, definition: definition, dataset: dataset)
+        } catch let problem as ScopeRuleProblem {
+            throw ServerError(.invalidArgument, "the rules file: \(problem)", fix: "see docs/scoped-sync.md")
+        } catch let refused as ScopeRulesRefused {
+            throw ServerError(
+                .invalidArgument,
+                "the rules do not fit schema \(version) of dataset \(dataset):\n"
+                    + refused.problems.map { "  \($0)" }.joined(separator: "\n"),
+                fix: "check the file with `ostore-server rules check --dataset \(dataset) FILE`")
+        } catch let error as ServerError {
+            throw error
+        } catch {
+            throw ServerError(.storage, "setting the scope rules of dataset \(dataset) failed: \(error)")
+        }
+    }
 }
 
 /// A dataset's scope rules as an operator sees them (``SyncStorage/scopeRules(of:)``).
@@ -163,18 +197,6 @@ public struct ScopeRulesSummary: Sendable, Hashable {
     /// The rules file as it was given.
     public var text: String
     public var setAt: Date
-}
-
-extension SyncStorage {
-    /// A storage that serves no scope rules refuses them.
-    public func setScopeRules(_ text: String, dataset: String) throws(ServerError) {
-        throw ServerError(
-            .invalidArgument, "this storage serves no scope rules",
-            fix: "scope rules need the embedded SQLite storage (serve --data DIR) in this release")
-    }
-
-    /// A storage that serves no scope rules has none.
-    public func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary? { nil }
 }
 
 /// Changes of other servers being observed (``SyncStorage/observeChangesOfOtherServers(_:)``),

@@ -25,6 +25,7 @@ struct PostgresMigration: Sendable {
         PostgresMigration(version: 5, name: "site bindings and major allowances", sql: version5),
         PostgresMigration(version: 6, name: "schema definitions", sql: version6),
         PostgresMigration(version: 7, name: "token subjects and expiry", sql: version7),
+        PostgresMigration(version: 8, name: "scope rules and the scope index", sql: version8),
     ]
 
     /// Text columns compared or ordered (names, keys) use the C collation: byte order, as in
@@ -168,6 +169,51 @@ struct PostgresMigration: Sendable {
         ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS subject text;
         ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS claims text;
         ALTER TABLE server_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
+        """
+
+    /// Keeps each dataset's scope rules and the scope index (as the SQLite schema's version 1.9 and
+    /// state schema 1.1 do; ``PostgresScopeIndex``): `server_scope_rules` every rules file set, from
+    /// the scope position it took effect at (``ScopePosition``), the newest being the rules now;
+    /// `server_scope_links` and `server_scope_grants` each row's links and grants (``RowScope``)
+    /// with the positions they held between, written by the push that moved them, in its
+    /// transaction. A server of an earlier release still running beside this one serves the dataset
+    /// unscoped and leaves the index behind until it is replaced.
+    private static let version8 = """
+        CREATE TABLE IF NOT EXISTS server_scope_rules (
+            dataset_id bigint NOT NULL REFERENCES server_datasets (id),
+            from_position bigint NOT NULL,
+            version bigint NOT NULL,
+            rules text NOT NULL,
+            definition text NOT NULL,
+            set_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (dataset_id, from_position)
+        );
+        CREATE TABLE IF NOT EXISTS server_scope_links (
+            dataset_id bigint NOT NULL,
+            table_name text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            a text COLLATE "C" NOT NULL,
+            b text COLLATE "C" NOT NULL,
+            added_at bigint NOT NULL,
+            removed_at bigint,
+            PRIMARY KEY (dataset_id, table_name, key, kind, a, b, added_at)
+        );
+        CREATE INDEX IF NOT EXISTS server_scope_links_target ON server_scope_links (dataset_id, kind, a, b);
+        CREATE INDEX IF NOT EXISTS server_scope_links_added ON server_scope_links (dataset_id, added_at);
+        CREATE INDEX IF NOT EXISTS server_scope_links_removed ON server_scope_links (dataset_id, removed_at);
+        CREATE TABLE IF NOT EXISTS server_scope_grants (
+            dataset_id bigint NOT NULL,
+            table_name text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            bucket_kind text COLLATE "C" NOT NULL,
+            member text COLLATE "C" NOT NULL,
+            value text COLLATE "C" NOT NULL,
+            added_at bigint NOT NULL,
+            removed_at bigint,
+            PRIMARY KEY (dataset_id, table_name, key, bucket_kind, member, value, added_at)
+        );
+        CREATE INDEX IF NOT EXISTS server_scope_grants_member ON server_scope_grants (dataset_id, bucket_kind, member);
         """
 
     /// Brings the database to the newest of `migrations` (this release's; tests give an earlier

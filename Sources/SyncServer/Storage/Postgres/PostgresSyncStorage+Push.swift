@@ -46,10 +46,12 @@ extension PostgresSyncStorage {
                 // locked row's is the newest committed.
                 var chain = try state.optionalInt64(row: 0, column: 3)
                 var serials: [PostgresValue] = []
+                var numbered: [Int64] = []
                 var chains: [PostgresValue] = []
                 for index in fresh {
                     serial += 1
                     serials.append(.int8(serial))
+                    numbered.append(serial)
                     let next = LogChain.next(after: chain, body: bodies[index])
                     chains.append(.int8(next))
                     chain = next
@@ -61,6 +63,11 @@ extension PostgresSyncStorage {
                         .int8(datasetID), .bytea(siteBytes), .array(.int8, serials),
                         .array(.text, fresh.map { .text(bodies[$0]) }), .array(.int8, chains),
                     ])
+                // The index reads the rows as they stood before the batch.
+                if !state.isNull(row: 0, column: 5) {
+                    try indexScopes(
+                        of: zip(fresh, numbered).map { (changes[$0], keys[$0], $1) }, datasetID: datasetID, connection)
+                }
                 try merge.write(datasetID: datasetID, connection)
                 let high = changes[last].seq
                 try connection.execute(

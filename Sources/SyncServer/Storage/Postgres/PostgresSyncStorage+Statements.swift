@@ -100,12 +100,14 @@ extension PostgresSyncStorage {
         static let schemaVersion = PostgresStatement(
             "schemaVersion", "SELECT schema_version FROM server_datasets WHERE name = $1", [.text])
         /// The lock every writer of a dataset takes first: it orders pushes, so log serials commit
-        /// in order (see docs/POSTGRES.md). NO KEY UPDATE leaves foreign-key checks unblocked.
+        /// in order (see docs/POSTGRES.md). NO KEY UPDATE leaves foreign-key checks unblocked. The last
+        /// column is the version of the dataset's scope rules, NULL when it has none.
         static let lockDataset = PostgresStatement(
             "lockDataset",
             """
-            SELECT id, schema_version, last_serial, \(newestChain), allowed_major FROM server_datasets AS d
-            WHERE name = $1 FOR NO KEY UPDATE
+            SELECT id, schema_version, last_serial, \(newestChain), allowed_major,
+                (SELECT version FROM server_scope_rules WHERE dataset_id = d.id ORDER BY from_position DESC LIMIT 1)
+            FROM server_datasets AS d WHERE name = $1 FOR NO KEY UPDATE
             """,
             [.text])
         /// A site's high-water mark (0 when it never pushed), the token it is bound to and whether

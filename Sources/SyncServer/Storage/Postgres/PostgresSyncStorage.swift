@@ -19,6 +19,10 @@ public final class PostgresSyncStorage: SyncStorage {
     /// Names this process in the notifications its pushes send, so that its own listener skips
     /// them (its own waiting pulls were woken by the push itself).
     let instance = UUID().uuidString
+    /// The scope moves of the latest scoped pulls, each read once for all its pages.
+    let transitions = ScopeTransitionCache()
+    /// Each dataset's rules as last read, made ready to decide scopes, by dataset id.
+    let scopeRules = LockedState<[Int64: StoredScopeRules]>([:])
 
     /// Connects to `url` (a libpq URI or connection string) and brings the server's tables to
     /// this release's migration; at most `connections` connections are open at once.
@@ -102,12 +106,7 @@ public final class PostgresSyncStorage: SyncStorage {
         try serverWork("allowing dataset \(dataset) to move to major version \(major)") { connection in
             try connection.transaction {
                 // The lock a hello recording a schema takes: the dataset cannot move meanwhile.
-                let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
-                guard state.rowCount == 1 else {
-                    throw ServerError(
-                        .notFound, "there is no dataset \(dataset)",
-                        fix: "create it first with `ostore-server dataset create \(dataset)`")
-                }
+                let state = try lockDataset(dataset, connection)
                 let current = try state.optionalString(row: 0, column: 1).flatMap(SchemaVersion.init)
                 try MajorAllowance.check(major, dataset: dataset, current: current)
                 try connection.execute(
@@ -312,6 +311,18 @@ public final class PostgresSyncStorage: SyncStorage {
                 site: site, dataset: dataset, token: try result.optionalString(row: 0, column: 2),
                 tokenIsLive: try result.bool(row: 0, column: 3))
         )
+    }
+
+    /// Locks `dataset`'s row for the rest of the transaction (``Statements/lockDataset``) and
+    /// returns it; throws ``ServerError`` (kind `notFound`) when there is no such dataset.
+    func lockDataset(_ dataset: String, _ connection: PostgresConnection) throws -> PostgresResult {
+        let state = try connection.execute(Statements.lockDataset, [.text(dataset)])
+        guard state.rowCount == 1 else {
+            throw ServerError(
+                .notFound, "there is no dataset \(dataset)",
+                fix: "create it first with `ostore-server dataset create \(dataset)`")
+        }
+        return state
     }
 
     func datasetID(_ name: String, _ connection: PostgresConnection) throws -> Int64 {

@@ -148,7 +148,7 @@ extension SQLiteSyncStorage {
         // Consecutive serials read back go in as one run.
         var run = StateFolder.Run(firstSerial: 0, changes: [])
         func decodeRead() throws {
-            for (serial, change) in zip(serials, try decodeLogBodies(bodies)) {
+            for (serial, change) in zip(serials, try bodies.decodedChanges()) {
                 if serial != run.endSerial {
                     if !run.changes.isEmpty {
                         work.add(run.changes, firstSerial: run.firstSerial, datasetID: datasetID)
@@ -174,27 +174,6 @@ extension SQLiteSyncStorage {
     }
 
     static let bodiesPerDecode = 1_000
-
-    /// The changes of log entries' `bodies`, in order. The bodies are spliced into one pull page, as
-    /// the log phase of a pull sends them, and read by ``MessageReader`` (`JSONDecoder` would make
-    /// folding a long log again several times slower); each is decoded by `JSONDecoder` when the
-    /// reader does not vouch for the page.
-    static func decodeLogBodies(_ bodies: LogPage.Entries) throws -> [Change] {
-        guard bodies.count > 0 else { return [] }
-        let tail = #"],"cursor":"","hasMore":false,"phase":"log","remaining":0}"#
-        var page = Data(capacity: 16 + bodies.joined.count + tail.utf8.count)
-        page.append(contentsOf: #"{"changes":["#.utf8)
-        page.append(contentsOf: bodies.joined)
-        page.append(contentsOf: tail.utf8)
-        if let read = MessageReader.readPullPage(page), read.changes.count == bodies.count { return read.changes }
-        let decoder = JSONDecoder()
-        var start = 0
-        return try bodies.ends.map { end in
-            // Each body is followed by the comma that joins it to the next.
-            defer { start = end + 1 }
-            return try decoder.decode(Change.self, from: Data(bodies.joined[start..<end]))
-        }
-    }
 
     /// Folds one row's changes of this fold, in log order, into its record: read once, merged in
     /// memory (``MergedRow/merge(_:)``), written once if anything changed. Rows whose first change

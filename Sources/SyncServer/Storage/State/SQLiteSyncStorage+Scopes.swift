@@ -2,40 +2,9 @@ import Foundation
 import OfflineStoreSQLite
 import SyncProtocol
 
-/// One page of a subject's scoped reads: rows that came into its scope, whole, and the changes
-/// of rows that stayed in it, as changes; rows that left it; the cursor of the next page, and
-/// whether the move it reads has more pages (the next page of a move that has none starts the
-/// next move, and is empty until the dataset changes).
-struct ScopedChanges: Sendable {
-    var changes: [Change]
-    var removed: [ScopedRow]
-    var cursor: ScopedCursor
-    var hasMore: Bool
-}
-
 extension SQLiteSyncStorage: ScopedStorage {
     public func setScopeRules(_ text: String, dataset: String) throws(ServerError) {
-        guard let (version, definition) = try schemaDefinitions(of: dataset).max(by: { $0.key < $1.key }) else {
-            throw ServerError(
-                .invalidArgument,
-                "no device of dataset \(dataset) has announced its schema's definition yet, so the rules cannot be "
-                    + "checked", fix: "sync a device of the app first, then set the rules")
-        }
-        do {
-            try setScopeRules(text, definition: definition, dataset: dataset)
-        } catch let problem as ScopeRuleProblem {
-            throw ServerError(.invalidArgument, "the rules file: \(problem)", fix: "see docs/scoped-sync.md")
-        } catch let refused as ScopeRulesRefused {
-            throw ServerError(
-                .invalidArgument,
-                "the rules do not fit schema \(version) of dataset \(dataset):\n"
-                    + refused.problems.map { "  \($0)" }.joined(separator: "\n"),
-                fix: "check the file with `ostore-server rules check --dataset \(dataset) FILE`")
-        } catch let error as ServerError {
-            throw error
-        } catch {
-            throw ServerError(.storage, "setting the scope rules of dataset \(dataset) failed: \(error)")
-        }
+        try setScopeRulesCheckedAgainstNewestDefinition(text, dataset: dataset)
     }
 
     public func scopeRules(of dataset: String) throws(ServerError) -> ScopeRulesSummary? {
@@ -65,8 +34,7 @@ extension SQLiteSyncStorage: ScopedStorage {
         }
     }
 
-    /// Makes `rulesText` (a rules file, ``ScopeRules``) the scope rules of `dataset`, checked
-    /// against `definition`; the fold brings the scope index to them before any change after.
+    /// The fold brings the scope index to the rules before any change after them.
     func setScopeRules(_ rulesText: String, definition: SchemaDefinition, dataset: String) throws {
         let rules = try ScopeRules.read(from: Data(rulesText.utf8))
         _ = try ScopeEvaluator(rules, definition: definition)
@@ -95,10 +63,8 @@ extension SQLiteSyncStorage: ScopedStorage {
         folder.foldNow(timeout: .zero)
     }
 
-    /// A page of at most `limit` rows and changes of `dataset` that move `identity`'s read scope on
-    /// from where `cursor` stands (nil for a first download) to the newest position folded when
-    /// the move's first page was read, leaving out `site`'s own changes: first the rows that left
-    /// the scope, then those that came in, then the changes of those that stayed.
+    /// A page of `dataset`'s scoped changes for `identity` (``ScopedChanges/read(from:datasetID:identity:after:limit:transitions:)``),
+    /// from the state folded through the log's end when the move's first page is read.
     func readScopedChanges(
         dataset: String, identity: ScopeIdentity, after cursor: ScopedCursor?, limit: Int, excluding site: SiteID?
     ) throws -> ScopedChanges {
@@ -108,53 +74,9 @@ extension SQLiteSyncStorage: ScopedStorage {
                 try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             }
             return try state.pool.read { db in
-                let index = StateScopeIndexReader(db, datasetID: datasetID)
-                let end = try index.end()
-                var cursor = cursor ?? ScopedCursor(from: nil, to: end)
-                if cursor.from == cursor.to { cursor.to = end }
-                let key = ScopeTransitionCache.Key(
-                    datasetID: datasetID, identity: identity, from: cursor.from, to: cursor.to)
-                var transition = try transitions.transition(key) {
-                    try ScopeTransition(index, identity: identity, from: cursor.from, to: cursor.to)
-                }
-                defer { transitions.keep(transition, for: key) }
-                var room = max(limit, 1)
-                let removed = Array(transition.leaving.dropFirst(cursor.leavingSent).prefix(room))
-                cursor.leavingSent += removed.count
-                room -= removed.count
-                var changes: [Change] = []
-                for row in transition.entering.dropFirst(cursor.enteringSent).prefix(room) {
-                    // The row as the state holds it now, as a snapshot gives it.
-                    if let merged = try Self.storedRow(datasetID: datasetID, table: row.table, key: row.key, db) {
-                        changes += try snapshotChanges(table: row.table, keyText: row.key, row: merged)
-                    }
-                    cursor.enteringSent += 1
-                    room -= 1
-                }
-                var hasMore =
-                    cursor.leavingSent < transition.leaving.count || cursor.enteringSent < transition.entering.count
-                if let from = cursor.from, !hasMore {
-                    let start = cursor.changesThrough ?? ScopePosition.serial(of: from)
-                    let last = ScopePosition.serial(of: cursor.to)
-                    var read = start
-                    while room > 0, read < last {
-                        let batch = try loggedChanges(
-                            datasetID: datasetID, after: read, through: last, excluding: site, limit: room)
-                        // A batch is no longer than the room left, so all of it fits.
-                        for (_, change) in batch.changes
-                        where try transition.receivesChanges(
-                            of: ScopedRow(table: change.table, key: try change.canonicalKeyJSON()), in: index)
-                        {
-                            changes.append(change)
-                            room -= 1
-                        }
-                        read = batch.readThrough
-                    }
-                    cursor.changesThrough = read
-                    hasMore = read < last
-                }
-                return ScopedChanges(
-                    changes: changes, removed: removed, cursor: hasMore ? cursor : cursor.next, hasMore: hasMore)
+                try ScopedChanges.read(
+                    from: ScopedReadOfState(storage: self, db: db, datasetID: datasetID, excluding: site),
+                    datasetID: datasetID, identity: identity, after: cursor, limit: limit, transitions: transitions)
             }
         }
     }
@@ -208,12 +130,11 @@ extension SQLiteSyncStorage: ScopedStorage {
         }
     }
 
-    /// Up to `limit` of the log's changes of `datasetID` after serial `from` through `to`, with
-    /// their serials, leaving out `site`'s own; and the serial read through (`to` when fewer were
-    /// left).
-    private func loggedChanges(
+    /// Up to `limit` of the log's changes of `datasetID` after serial `from` through `to`, leaving
+    /// out `site`'s own; and the serial read through (`to` when fewer were left).
+    fileprivate func loggedChanges(
         datasetID: Int64, after from: Int64, through to: Int64, excluding site: SiteID?, limit: Int
-    ) throws -> (changes: [(serial: Int64, change: Change)], readThrough: Int64) {
+    ) throws -> (changes: [Change], readThrough: Int64) {
         try pool.read { db in
             let cursor = try db.fetchCursor(
                 """
@@ -221,14 +142,38 @@ extension SQLiteSyncStorage: ScopedStorage {
                 WHERE datasetID = \(datasetID) AND serial > \(from) AND serial <= \(to) AND site IS NOT \(site?.bytes)
                 ORDER BY serial LIMIT \(limit)
                 """)
-            var serials: [Int64] = []
+            var last: Int64?
             var bodies = LogPage.Entries()
             while let row = try cursor.next() {
-                serials.append(try row.decode(at: 0))
+                last = try row.decode(at: 0)
                 try row.withUnsafeBytes(at: 1) { bodies.append($0) }
             }
-            let changes = Array(zip(serials, try Self.decodeLogBodies(bodies)))
-            return (changes, serials.count < limit ? to : serials.last ?? to)
+            return (try bodies.decodedChanges(), bodies.count < limit ? to : last ?? to)
         }
+    }
+}
+
+/// A scoped read of `state.sqlite` in the read transaction of `db`, with the log's changes read
+/// from `server.sqlite` (the log only grows, so what a read sees of it stays true).
+private struct ScopedReadOfState: ScopedReadSource {
+    let storage: SQLiteSyncStorage
+    let db: Database
+    let datasetID: Int64
+    let excluding: SiteID?
+
+    var index: StateScopeIndexReader { StateScopeIndexReader(db, datasetID: datasetID) }
+
+    func currentChanges(of rows: [ScopedRow]) throws -> [Change] {
+        try rows.flatMap { row in
+            try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: row.table, key: row.key, db).map {
+                try SnapshotChanges.of(table: row.table, keyText: row.key, row: $0)
+            } ?? []
+        }
+    }
+
+    func loggedChanges(after from: Int64, through to: Int64, limit: Int) throws -> (
+        changes: [Change], readThrough: Int64
+    ) {
+        try storage.loggedChanges(datasetID: datasetID, after: from, through: to, excluding: excluding, limit: limit)
     }
 }

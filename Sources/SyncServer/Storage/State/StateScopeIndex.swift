@@ -82,19 +82,17 @@ enum StateScopeIndex {
         _ changes: [FoldChange], serials: [Int64], datasetID: Int64, rules: ScopeEvaluator, _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        let key = try ProtocolJSON.decodeValues(Data(first.key.utf8))
-        var row =
+        let row =
             try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: first.table, key: first.key, db)
             ?? MergedRow()
-        var scope = try stored(datasetID: datasetID, table: first.table, key: first.key, db)
-        for (change, serial) in zip(changes, serials) {
-            row.merge(change)
-            let next = RowScope(rules, table: first.table, key: key, row: row, previous: scope)
-            guard next != scope else { continue }
+        for move in try RowScope.moves(
+            table: first.table, keyText: first.key, row: row,
+            scope: try stored(datasetID: datasetID, table: first.table, key: first.key, db),
+            changes: zip(changes, serials).lazy.map { (change: $0.0, serial: $0.1) }, rules: rules)
+        {
             try write(
-                datasetID: datasetID, table: first.table, key: first.key, from: scope, to: next,
-                at: ScopePosition.afterChange(serial), db)
-            scope = next
+                datasetID: datasetID, table: first.table, key: first.key, from: move.from, to: move.to,
+                at: move.position, db)
         }
     }
 
@@ -119,13 +117,7 @@ enum StateScopeIndex {
         }
         for (table, key, row) in rows {
             let old = try stored(datasetID: datasetID, table: table, key: key, db)
-            // A deleted row's links are those of its key alone under other rules: its other
-            // values went with its delete.
-            let values = try ProtocolJSON.decodeValues(Data(key.utf8))
-            let new =
-                row.isDeleted
-                ? RowScope(rules.evaluator, table: table, values: { values[$0] }, grants: false)
-                : RowScope(rules.evaluator, table: table, key: values, row: row, previous: RowScope())
+            let new = try RowScope(relinking: row, table: table, keyText: key, under: rules.evaluator)
             try write(datasetID: datasetID, table: table, key: key, from: old, to: new, at: position, db)
         }
         try db.execute(
