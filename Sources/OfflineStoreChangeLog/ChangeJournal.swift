@@ -30,9 +30,33 @@ import OfflineStoreSQLite
 /// ``foldAhead(of:count:_:meta:)``), moves it forward by the journal's entries moved so far: the
 /// entries left behind take their places after the keyed log's new newest. That is the number the
 /// coverage watermark compares (``newestSequence(_:meta:)``); a watermark is never ahead of it but
-/// for a lost commit.
+/// for a lost commit. What deletes keyed entries outright (rows leaving a scope) keeps the newest
+/// place with ``holdNewestPlace(_:site:_:)``.
 enum ChangeJournal {
     static let tableName = "ostore_journal"
+
+    /// The keyed log's newest entry: its place and its clock; nil for an empty log.
+    static func newestKeyedEntry(_ db: Database) throws -> (seq: Int64, clock: Int64)? {
+        try db.fetchOne(
+            "SELECT seq, clock FROM \(identifier: Metadatabase.schemaName).ostore_changes ORDER BY seq DESC LIMIT 1"
+        ).map { (try $0.decode(at: 0), try $0.decode(at: 1)) }
+    }
+
+    /// Keeps `newest` (``newestKeyedEntry(_:)`` read before entries were deleted) the keyed log's
+    /// newest place and clock when the deletes took the entry holding it: else the next change
+    /// would take a place the push watermark already passed (and never be pushed), and the coverage
+    /// watermark would be ahead of the log (a rescan of every row at the next open). One entry of no
+    /// table (table number 0, which no tracked table has) holds it, as a version of `site`, this
+    /// store's own number, so it is never queued for pushing.
+    static func holdNewestPlace(_ newest: (seq: Int64, clock: Int64)?, site: Int, _ db: Database) throws {
+        guard let newest, (try newestKeyedEntry(db)?.seq ?? 0) < newest.seq else { return }
+        try db.execute(
+            """
+            INSERT INTO \(identifier: Metadatabase.schemaName).ostore_changes (tableID, pk, columnName, clock, site, seq)
+            VALUES (0, '', '', \(newest.clock), \(site), \(newest.seq))
+            ON CONFLICT (tableID, pk, columnName) DO UPDATE SET clock = excluded.clock, site = excluded.site, seq = excluded.seq
+            """)
+    }
 
     /// `INSERT INTO ostore_journal …` for one change; `tableID`, `key`, `column` and `clock` are SQL
     /// expressions (literals and `NEW`/`OLD` columns in a trigger, parameters elsewhere). With

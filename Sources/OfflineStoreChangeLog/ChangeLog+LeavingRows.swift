@@ -16,6 +16,7 @@ extension ChangeLog {
         var removed = 0
         var asDeletes: [IncomingChange] = []
         let pushed = try pushedSequence(db)
+        let newest = try ChangeJournal.newestKeyedEntry(db)
         let log = "\(quoteIdentifier(Metadatabase.schemaName)).ostore_changes"
         // Read once for the page: most stores' stash is empty, and a page may name many rows.
         var stash = try StashedRows(db)
@@ -82,6 +83,7 @@ extension ChangeLog {
                         operation: .delete, columns: [:], clock: .zero, siteID: identity.siteID))
             }
         }
+        try ChangeJournal.holdNewestPlace(newest, site: try siteNumber(identity.siteID, db), db)
         return (removed, asDeletes)
     }
 }

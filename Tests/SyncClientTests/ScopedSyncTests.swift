@@ -164,4 +164,131 @@ struct ScopedSyncTests {
         #expect(try bob.log.pendingCount(bob.db) == 0)
         withExtendedLifetime(server) {}
     }
+
+    /// The same rules, with every list and reminder read by everyone (and written as before).
+    static let everyoneReads =
+        rules
+        .replacingOccurrences(
+            of: #""read": [{"column": "name", "equals": "subject"}]"#, with: #""read": ["everyone"]"#
+        )
+        .replacingOccurrences(
+            of: #""read": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}]"#,
+            with: #""read": ["everyone"]"#)
+
+    /// An operator hands lists from user to user, adds, edits and deletes reminders on them, while
+    /// each user's device adds and edits reminders on the lists it holds as its user's, all syncing
+    /// at random moments, and the rules now and then let everyone read everything and then again
+    /// not: once all have synced, each device holds exactly its user's part of what the server
+    /// holds, with its values, less the rows of changes the server refused it (kept on the device,
+    /// as for every refusal). A rules change moves each device's cursor on, as any change does.
+    @Test(arguments: StorageBackend.allCases, 0..<4)
+    func randomSyncsUnderMovingScopesLeaveEachDeviceWithItsUsersPart(_ backend: StorageBackend, seed: UInt64)
+        throws
+    {
+        let directory = try TemporaryDirectory()
+        let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"), backend: backend)
+        let admin = try Self.admin(of: server)
+        try admin.createDataset(named: "family")
+        let users = ["alice", "bob", "carol"]
+        func device(_ name: String, subject: String?) throws -> SyncPeer {
+            let token = try admin.createToken(
+                dataset: "family", readOnly: false, identity: TokenIdentity(subject: subject))
+            return try SyncPeer(
+                name: name, path: directory.path("\(name).sqlite"), server: server.baseURL, dataset: "family",
+                token: token.secret, pageSize: 7)
+        }
+        let operatorDevice = try device("operator", subject: nil)
+        let devices = try users.map { try device($0, subject: $0) }
+        _ = try operatorDevice.engine.sync()
+        try admin.setScopeRules(Self.rules, dataset: "family")
+        var everyoneReadsNow = false
+        var random = SeededGenerator(seed: seed)
+        func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int(random.next() % UInt64(items.count))] }
+        var made = 0
+        let rulesChanges = Set((0..<3).map { _ in 5 + Int(random.next() % 50) })
+        for step in 0..<60 {
+            made += 1
+            let lists = try operatorDevice.db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id")
+            let reminders = try operatorDevice.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id")
+            switch random.next() % 8 {
+            case 0, 1:
+                try operatorDevice.db.execute(
+                    "INSERT INTO remindersLists (id, name) VALUES (\("L\(made)"), \(pick(users)!))")
+            case 2:
+                if let list = pick(lists) {
+                    try operatorDevice.db.execute("UPDATE remindersLists SET name = \(pick(users)!) WHERE id = \(list)")
+                }
+            case 3, 4:
+                if let list = pick(lists) {
+                    try operatorDevice.db.execute(
+                        "INSERT INTO reminders (id, title, listID) VALUES (\("R\(made)"), \("t\(step)"), \(list))")
+                }
+            case 5:
+                if let reminder = pick(reminders) {
+                    try operatorDevice.db.execute("DELETE FROM reminders WHERE id = \(reminder)")
+                }
+            default:
+                // A user's device writes on a list it holds as its user's.
+                let index = Int(random.next() % UInt64(users.count))
+                let peer = devices[index]
+                let own = try peer.db.fetchAll(
+                    String.self, "SELECT id FROM remindersLists WHERE name = \(users[index]) ORDER BY id")
+                let ownReminders = try peer.db.fetchAll(
+                    String.self,
+                    "SELECT r.id FROM reminders AS r JOIN remindersLists AS l ON l.id = r.listID WHERE l.name = \(users[index])"
+                )
+                if random.next() % 2 == 0, let reminder = pick(ownReminders) {
+                    try peer.db.execute("UPDATE reminders SET title = \("e\(step)") WHERE id = \(reminder)")
+                } else if let list = pick(own) {
+                    try peer.db.execute(
+                        "INSERT INTO reminders (id, title, listID) VALUES (\("\(users[index])-\(made)"), \("u\(step)"), \(list))"
+                    )
+                }
+            }
+            if rulesChanges.contains(step) {
+                everyoneReadsNow.toggle()
+                try admin.setScopeRules(everyoneReadsNow ? Self.everyoneReads : Self.rules, dataset: "family")
+            }
+            if random.next() % 3 == 0 { _ = try operatorDevice.engine.sync() }
+            if random.next() % 3 == 0, let peer = pick(devices) { _ = try peer.engine.sync() }
+        }
+        for _ in 0..<2 {
+            _ = try operatorDevice.engine.sync()
+            for peer in devices { _ = try peer.engine.sync() }
+        }
+        let allLists = try Self.rows(operatorDevice.db, "SELECT id, name FROM remindersLists")
+        let allReminders = try Self.rows(operatorDevice.db, "SELECT id, listID, title FROM reminders")
+        for (index, peer) in devices.enumerated() {
+            let user = users[index]
+            let refused = Set(
+                try peer.log.refusedOutgoingChanges(peer.db).map { record in
+                    let change = try JSONDecoder().decode(Change.self, from: Data(record.change.utf8))
+                    return "\(change.key["id"].map { "\($0)" } ?? "")"
+                })
+            let ownLists = allLists.filter { everyoneReadsNow || $0[1] == user }
+            let listIDs = Set(ownLists.map { $0[0] })
+            let ownReminders = allReminders.filter { everyoneReadsNow || listIDs.contains($0[1]) }
+            func kept(_ rows: [[String]]) -> [[String]] {
+                rows.filter { !refused.contains("\(WireValue.text($0[0]))") }
+            }
+            #expect(
+                kept(try Self.rows(peer.db, "SELECT id, name FROM remindersLists")) == kept(ownLists),
+                "\(backend) seed \(seed): \(user)'s lists")
+            let held = kept(try Self.rows(peer.db, "SELECT id, listID, title FROM reminders"))
+            let heldLists = try Self.rows(peer.db, "SELECT id, name FROM remindersLists")
+            #expect(
+                held == kept(ownReminders),
+                "\(backend) seed \(seed): \(user) holds \(held.filter { !kept(ownReminders).contains($0) }) and misses \(kept(ownReminders).filter { !held.contains($0) }); refused \(refused), lists \(heldLists) of \(allLists)"
+            )
+            #expect(try peer.log.pendingCount(peer.db) == 0)
+        }
+        withExtendedLifetime(server) {}
+    }
+
+    /// The rows of `sql`, each as its columns' text, in order.
+    static func rows(_ db: Database, _ sql: String) throws -> [[String]] {
+        try db.fetchAll(SQL(sql: sql + " ORDER BY 1", arguments: [])).map { row in
+            try (0..<row.count).map { try row.decode(String.self, at: $0) }
+        }
+    }
 }
