@@ -178,10 +178,13 @@ enum PostgresScopeIndex {
     }
 
     /// The rules dataset `datasetID` is served under now, in the transaction of `connection`;
-    /// nil when it has none. Parsed once per version (`cache`).
+    /// nil when it has none. Parsed once per version (`cache`); with `version`, the version a read
+    /// of the same transaction found, rules of that version in the cache are not read again.
     static func rulesNow(
-        datasetID: Int64, cache: LockedState<[Int64: StoredScopeRules]>, _ connection: PostgresConnection
+        datasetID: Int64, version: Int64? = nil, cache: LockedState<[Int64: StoredScopeRules]>,
+        _ connection: PostgresConnection
     ) throws -> StoredScopeRules? {
+        if let version, let known = cache.withLock({ $0[datasetID] }), known.version == version { return known }
         let result = try connection.execute(PostgresSyncStorage.Statements.scopeRulesNow, [.int8(datasetID)])
         guard result.rowCount == 1 else { return nil }
         let version = try result.int64(row: 0, column: 0)

@@ -64,9 +64,10 @@ extension PostgresSyncStorage {
                         .array(.text, fresh.map { .text(bodies[$0]) }), .array(.int8, chains),
                     ])
                 // The index reads the rows as they stood before the batch.
-                if !state.isNull(row: 0, column: 5) {
+                if let rulesVersion = try state.optionalInt64(row: 0, column: 5) {
                     try indexScopes(
-                        of: zip(fresh, numbered).map { (changes[$0], keys[$0], $1) }, datasetID: datasetID, connection)
+                        of: zip(fresh, numbered).map { (changes[$0], keys[$0], $1) }, datasetID: datasetID,
+                        rulesVersion: rulesVersion, connection)
                 }
                 try merge.write(datasetID: datasetID, connection)
                 let high = changes[last].seq

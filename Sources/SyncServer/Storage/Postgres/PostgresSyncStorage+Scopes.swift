@@ -95,13 +95,16 @@ extension PostgresSyncStorage: ScopedStorage {
 
     /// Writes the scope moves of a batch's rows in the push's transaction, when the dataset has
     /// rules: `changes` are the batch's new changes with their keys' canonical JSON and serials,
-    /// in log order, read against the rows as they stood before the batch.
+    /// in log order, read against the rows as they stood before the batch; `rulesVersion` is the
+    /// version the push's lock read.
     func indexScopes(
-        of changes: [(change: Change, key: String, serial: Int64)], datasetID: Int64, _ connection: PostgresConnection
+        of changes: [(change: Change, key: String, serial: Int64)], datasetID: Int64, rulesVersion: Int64,
+        _ connection: PostgresConnection
     ) throws {
-        guard let rules = try PostgresScopeIndex.rulesNow(datasetID: datasetID, cache: scopeRules, connection) else {
-            return
-        }
+        guard
+            let rules = try PostgresScopeIndex.rulesNow(
+                datasetID: datasetID, version: rulesVersion, cache: scopeRules, connection)
+        else { return }
         var byRow: [ScopedRow: [(change: FoldChange, serial: Int64)]] = [:]
         var order: [ScopedRow] = []
         for (change, key, serial) in changes {
