@@ -99,6 +99,9 @@ extension ChangeLog {
         }
     }
 
+    /// The `keepUnpushed` of rows that have no change waiting to be pushed.
+    private static let keepNothing: @Sendable (PendingEntry, Database) throws -> Void = { _, _ in }
+
     /// Thrown out of the transaction of a batch applied without savepoints, to roll it back.
     private struct FailedChange: Error {
         let underlying: any Error
@@ -110,7 +113,9 @@ extension ChangeLog {
         _ batch: PreparedChanges, _ db: Database, foreignKeys: ForeignKeyMode, savepointEach: Bool
     ) throws -> ApplyOutcome {
         // Prepared against another schema (the store migrated since): prepared again, against this one.
-        let batch = batch.schema == schema ? batch : prepare(batch.changes, leaving: batch.leaving)
+        let batch =
+            batch.schema == schema
+            ? batch : prepare(batch.changes, leaving: batch.leaving, replacing: batch.replacing)
         let changes = batch.changes
         // Merging reads the keyed log's versions, and writes it directly, which is safe only with
         // the journal empty (ChangeJournal): fold first, in this transaction.
@@ -122,7 +127,14 @@ extension ChangeLog {
         var outcome = ApplyOutcome()
         // Before the changes, whose rows' entries are read next: a row leaves before rows come in.
         var removedAsDeletes: [IncomingChange] = []
-        if let leaving = batch.leaving, !leaving.rows.isEmpty {
+        var leaving = batch.leaving
+        let notDownloaded = try rowsNotDownloaded(after: batch, db)
+        if !notDownloaded.isEmpty {
+            // None of them has a change waiting to be pushed, for `keepUnpushed` to keep.
+            let keep = leaving?.keepUnpushed ?? Self.keepNothing
+            leaving = LeavingRows(rows: (leaving?.rows ?? []) + notDownloaded, keepUnpushed: keep)
+        }
+        if let leaving, !leaving.rows.isEmpty {
             (outcome.removed, removedAsDeletes) = try removeLeavingRows(leaving, db)
         }
         let links = OrphanLink.declared(in: schema)

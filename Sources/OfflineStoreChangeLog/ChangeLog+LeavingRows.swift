@@ -64,16 +64,17 @@ extension ChangeLog {
             while try unpushed.step(arguments: nil) {
                 if let entry = try table.pending.entry(unpushed, in: log, db) { try leaving.keepUnpushed(entry, db) }
             }
-            try db.execute(Self.rowSQL("DELETE FROM", name, table.keyColumns, keyValues, set: [:]))
+            // One text per table: cached, since a download that replaces the store's rows may
+            // remove most of them.
+            let delete = Self.rowSQL("DELETE FROM", name, table.keyColumns, keyValues, set: [:])
+            try db.cachedStatement(delete.text).run(binding: delete.arguments)
             let wasHeld = db.changesCount > 0
             // Keys compared as the apply compares them, in the table's key order.
             let wasStashed = try stash.forget(table: name, db) { change in
                 (try? Self.keyValues(of: change, keyColumns: table.keyColumns, table: name)) == keyValues
             }
-            try db.execute(
-                SQL(
-                    sql: "DELETE FROM \(log) WHERE tableID = ? AND pk = ?",
-                    arguments: [.integer(Int64(table.id)), key]))
+            try db.cachedStatement("DELETE FROM \(log) WHERE tableID = ?1 AND pk = ?2")
+                .run(binding: [.integer(Int64(table.id)), key])
             guard wasHeld || wasStashed || db.changesCount > 0 else { continue }
             removed += 1
             if wasHeld {

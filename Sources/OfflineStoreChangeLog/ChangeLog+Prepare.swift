@@ -9,13 +9,16 @@ extension ChangeLog {
     /// and ``apply(preparedBatches:to:afterEach:)`` take the result.
     ///
     /// `leaving`: the rows the page names as having left the scope (``LeavingRows``), removed
-    /// before its changes apply.
+    /// before its changes apply. `replacing`: the page belongs to a download that replaces what
+    /// the store holds (``ReplacingDownloadPage``).
     ///
     /// ```swift
     /// let prepared = log.prepare(page.changes)  // where the page was read
     /// let outcome = try log.apply(prepared, to: db)
     /// ```
-    package func prepare(_ changes: [IncomingChange], leaving: LeavingRows? = nil) -> PreparedChanges {
+    package func prepare(
+        _ changes: [IncomingChange], leaving: LeavingRows? = nil, replacing: ReplacingDownloadPage? = nil
+    ) -> PreparedChanges {
         var tables: [TableShape] = []
         // By the name a change gives, then by the declared name: names that differ in case find
         // one table.
@@ -114,7 +117,7 @@ extension ChangeLog {
             rows: PageRows(
                 slots: slots, repeated: repeated,
                 keys: pageKeys.map { PageRows.Keys(table: $0.table, json: $0.keys.json(), slots: $0.keys.slots) }),
-            leaving: leaving)
+            leaving: leaving, replacing: replacing)
     }
 
     /// Why a change is refused before anything of it is looked up: a site id that is not 16

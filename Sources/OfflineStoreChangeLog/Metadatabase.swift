@@ -89,11 +89,13 @@ package enum Metadatabase {
 enum MetadatabasePlan: MigrationPlan {
     static let schemas: [any VersionedSchema.Type] = [
         MetadatabaseV1.self, MetadatabaseV1_1.self, MetadatabaseV1_2.self, MetadatabaseV1_3.self,
+        MetadatabaseV1_4.self,
     ]
     static let stages: [MigrationStage] = [
         .lightweight(fromVersion: MetadatabaseV1.self, toVersion: MetadatabaseV1_1.self),
         .lightweight(fromVersion: MetadatabaseV1_1.self, toVersion: MetadatabaseV1_2.self),
         .lightweight(fromVersion: MetadatabaseV1_2.self, toVersion: MetadatabaseV1_3.self),
+        .lightweight(fromVersion: MetadatabaseV1_3.self, toVersion: MetadatabaseV1_4.self),
     ]
 }
 

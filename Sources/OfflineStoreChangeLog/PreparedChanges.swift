@@ -30,11 +30,16 @@ package struct PreparedChanges: Sendable {
     let rows: PageRows
     /// The rows the page names as having left the scope, removed before its changes apply.
     package let leaving: LeavingRows?
+    /// Set when the batch is a page of a download that replaces what the store holds.
+    package let replacing: ReplacingDownloadPage?
 
     /// How many changes the batch holds.
     package var count: Int { changes.count }
-    /// Whether applying the batch has nothing to do: no change, no row leaving.
-    package var isEmpty: Bool { changes.isEmpty && (leaving?.rows.isEmpty ?? true) }
+    /// Whether applying the batch has nothing to do: no change, no row leaving, and not the last
+    /// page of a replacing download (whose apply removes what the download did not give).
+    package var isEmpty: Bool {
+        changes.isEmpty && (leaving?.rows.isEmpty ?? true) && replacing?.isLast != true
+    }
 }
 
 /// One change as preparing it found it. The checks that refuse it keep their order in the apply:

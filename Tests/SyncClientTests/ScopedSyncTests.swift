@@ -175,12 +175,52 @@ struct ScopedSyncTests {
             of: #""read": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}]"#,
             with: #""read": ["everyone"]"#)
 
-    /// An operator hands lists from user to user, adds, edits and deletes reminders on them, while
-    /// each user's device adds and edits reminders on the lists it holds as its user's, all syncing
-    /// at random moments, and the rules now and then let everyone read everything and then again
-    /// not: once all have synced, each device holds exactly its user's part of what the server
-    /// holds, with its values, less the rows of changes the server refused it (kept on the device,
-    /// as for every refusal). A rules change moves each device's cursor on, as any change does.
+    /// Lists read by their namesake and their members (`listMembers`), reminders through their
+    /// list; written as in ``rules``.
+    static let sharedListRules = """
+        {"tables": {
+          "remindersLists": {
+            "read": [
+              {"column": "name", "equals": "subject"},
+              {"column": "id", "in": {"table": "listMembers", "select": "listID", "where": "userID"}}
+            ],
+            "write": [{"column": "name", "equals": "subject"}]
+          },
+          "reminders": {
+            "read": [{"parent": "remindersLists"}],
+            "write": [{"column": "listID", "in": {"table": "remindersLists", "select": "id", "where": "name"}}]
+          },
+          "tags": {"read": ["everyone"], "write": ["everyone"]},
+          "reminderTags": {"read": [{"parent": "reminders"}], "write": [{"parent": "reminders"}]},
+          "listMembers": {"read": [{"parent": "remindersLists"}], "write": [{"parent": "remindersLists"}]}
+        }}
+        """
+
+    /// ``sharedListRules`` with every list read by everyone.
+    static let everyoneReadsSharedLists = sharedListRules.replacingOccurrences(
+        of: """
+            "read": [
+                  {"column": "name", "equals": "subject"},
+                  {"column": "id", "in": {"table": "listMembers", "select": "listID", "where": "userID"}}
+                ]
+            """, with: #""read": ["everyone"]"#)
+
+    /// The random test's rules where everyone reads are rules, and let everyone read lists.
+    @Test func theSharedListRulesWhereEveryoneReadsAreRules() throws {
+        for text in [Self.everyoneReads, Self.everyoneReadsSharedLists] {
+            #expect(text != Self.rules && text != Self.sharedListRules)
+            _ = try ScopeRules.read(from: Data(text.utf8))
+        }
+    }
+
+    /// An operator hands lists from user to user, shares them with users and takes them back,
+    /// adds, edits and deletes reminders on them, while each user's device adds and edits
+    /// reminders on the lists it holds as its user's, all syncing at random moments, and the rules
+    /// now and then let everyone read every list and then again not (``sharedListRules`` at the
+    /// end): once all have synced, each device holds exactly its user's part of what the server
+    /// holds (the lists it owns or is a member of, their reminders and memberships), with its
+    /// values, less the rows of changes the server refused it (kept on the device, as for every
+    /// refusal). A rules change moves each device's cursor on, as any change does.
     @Test(arguments: StorageBackend.allCases, 0..<4)
     func randomSyncsUnderMovingScopesLeaveEachDeviceWithItsUsersPart(_ backend: StorageBackend, seed: UInt64)
         throws
@@ -200,7 +240,7 @@ struct ScopedSyncTests {
         let operatorDevice = try device("operator", subject: nil)
         let devices = try users.map { try device($0, subject: $0) }
         _ = try operatorDevice.engine.sync()
-        try admin.setScopeRules(Self.rules, dataset: "family")
+        try admin.setScopeRules(Self.sharedListRules, dataset: "family")
         var everyoneReadsNow = false
         var random = SeededGenerator(seed: seed)
         func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int(random.next() % UInt64(items.count))] }
@@ -210,7 +250,7 @@ struct ScopedSyncTests {
             made += 1
             let lists = try operatorDevice.db.fetchAll(String.self, "SELECT id FROM remindersLists ORDER BY id")
             let reminders = try operatorDevice.db.fetchAll(String.self, "SELECT id FROM reminders ORDER BY id")
-            switch random.next() % 8 {
+            switch random.next() % 10 {
             case 0, 1:
                 try operatorDevice.db.execute(
                     "INSERT INTO remindersLists (id, name) VALUES (\("L\(made)"), \(pick(users)!))")
@@ -226,6 +266,17 @@ struct ScopedSyncTests {
             case 5:
                 if let reminder = pick(reminders) {
                     try operatorDevice.db.execute("DELETE FROM reminders WHERE id = \(reminder)")
+                }
+            case 6:
+                if let list = pick(lists) {
+                    try operatorDevice.db.execute(
+                        "INSERT OR IGNORE INTO listMembers (listID, userID) VALUES (\(list), \(pick(users)!))")
+                }
+            case 7:
+                let members = try Self.rows(operatorDevice.db, "SELECT listID, userID FROM listMembers")
+                if let member = pick(members) {
+                    try operatorDevice.db.execute(
+                        "DELETE FROM listMembers WHERE listID = \(member[0]) AND userID = \(member[1])")
                 }
             default:
                 // A user's device writes on a list it holds as its user's.
@@ -247,10 +298,16 @@ struct ScopedSyncTests {
             }
             if rulesChanges.contains(step) {
                 everyoneReadsNow.toggle()
-                try admin.setScopeRules(everyoneReadsNow ? Self.everyoneReads : Self.rules, dataset: "family")
+                try admin.setScopeRules(
+                    everyoneReadsNow ? Self.everyoneReadsSharedLists : Self.sharedListRules, dataset: "family")
             }
             if random.next() % 3 == 0 { _ = try operatorDevice.engine.sync() }
             if random.next() % 3 == 0, let peer = pick(devices) { _ = try peer.engine.sync() }
+        }
+        // The end is under the scoped rules, where who holds what depends on owners and members.
+        if everyoneReadsNow {
+            everyoneReadsNow = false
+            try admin.setScopeRules(Self.sharedListRules, dataset: "family")
         }
         for _ in 0..<2 {
             _ = try operatorDevice.engine.sync()
@@ -258,6 +315,7 @@ struct ScopedSyncTests {
         }
         let allLists = try Self.rows(operatorDevice.db, "SELECT id, name FROM remindersLists")
         let allReminders = try Self.rows(operatorDevice.db, "SELECT id, listID, title FROM reminders")
+        let allMembers = try Self.rows(operatorDevice.db, "SELECT listID, userID FROM listMembers")
         for (index, peer) in devices.enumerated() {
             let user = users[index]
             let refused = Set(
@@ -265,9 +323,14 @@ struct ScopedSyncTests {
                     let change = try JSONDecoder().decode(Change.self, from: Data(record.change.utf8))
                     return "\(change.key["id"].map { "\($0)" } ?? "")"
                 })
-            let ownLists = allLists.filter { everyoneReadsNow || $0[1] == user }
+            let shared = Set(allMembers.filter { $0[1] == user }.map { $0[0] })
+            let ownLists = allLists.filter { everyoneReadsNow || $0[1] == user || shared.contains($0[0]) }
             let listIDs = Set(ownLists.map { $0[0] })
             let ownReminders = allReminders.filter { everyoneReadsNow || listIDs.contains($0[1]) }
+            #expect(
+                try Self.rows(peer.db, "SELECT listID, userID FROM listMembers")
+                    == allMembers.filter { listIDs.contains($0[0]) },
+                "\(backend) seed \(seed): \(user)'s memberships")
             func kept(_ rows: [[String]]) -> [[String]] {
                 rows.filter { !refused.contains("\(WireValue.text($0[0]))") }
             }

@@ -15,6 +15,11 @@ public struct SyncState: Sendable, Hashable {
     /// The highest `seq` this server acknowledged (0 before the first acknowledged push). A hello
     /// that reports less means the server lost pushes (``ChangeLog/requeuePushes(after:endpoint:_:)``).
     public var acknowledgedThrough: Int64 = 0
+    /// Whether the download under way replaces what the store holds: it began after the server
+    /// refused the pull cursor. Under scope rules (Protocol/README.md §17) its end removes the rows
+    /// none of its pages gave, which the store may hold from before and which its user no longer
+    /// reads; the rows of a dataset without rules are kept as they are.
+    public var downloadReplacesRows = false
 
     public init(endpoint: String) { self.endpoint = endpoint }
 }
@@ -53,7 +58,8 @@ extension ChangeLog {
         var state = SyncState(endpoint: endpoint)
         if let row = try db.fetchOne(
             """
-            SELECT cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion, acknowledgedThrough
+            SELECT cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion, acknowledgedThrough,
+                replacingDownload
             FROM ostore_meta.ostore_sync WHERE endpoint = \(endpoint)
             """)
         {
@@ -63,6 +69,7 @@ extension ChangeLog {
             state.protocolVersion = try row.decode(at: 3)
             state.datasetSchemaVersion = try row.decode(at: 4)
             state.acknowledgedThrough = try row.decode(Int64?.self, at: 5) ?? 0
+            state.downloadReplacesRows = try row.decode(Int64?.self, at: 6) == 1
         }
         return state
     }
@@ -73,12 +80,12 @@ extension ChangeLog {
         try db.execute(
             """
             INSERT INTO ostore_meta.ostore_sync (endpoint, cursor, lastSyncAt, lastError, protocolVersion, datasetSchemaVersion,
-                acknowledgedThrough)
+                acknowledgedThrough, replacingDownload)
             VALUES (\(state.endpoint), \(state.cursor), \(state.lastSyncAt), \(state.lastError), \(state.protocolVersion),
-                \(state.datasetSchemaVersion), \(state.acknowledgedThrough))
+                \(state.datasetSchemaVersion), \(state.acknowledgedThrough), \(state.downloadReplacesRows ? 1 : nil))
             ON CONFLICT (endpoint) DO UPDATE SET cursor = excluded.cursor, lastSyncAt = excluded.lastSyncAt,
                 lastError = excluded.lastError, protocolVersion = excluded.protocolVersion,
-                datasetSchemaVersion = excluded.datasetSchemaVersion,
+                datasetSchemaVersion = excluded.datasetSchemaVersion, replacingDownload = excluded.replacingDownload,
                 acknowledgedThrough = max(ifnull(acknowledgedThrough, 0), excluded.acknowledgedThrough)
             """)
     }

@@ -205,8 +205,14 @@ public final class SyncEngine {
         report.requeued = try store { try log.requeuePushes(after: stored, endpoint: endpoint, db) }
         state.acknowledgedThrough = stored
         state.cursor = nil
+        state.downloadReplacesRows = true
         report.redownloaded = true
-        try store { try log.save(state, db) }
+        try store {
+            try db.transaction(.immediate) { db in
+                try log.forgetDownloadedRows(db)
+                try log.save(state, db)
+            }
+        }
         logMessage(
             .warning,
             "the server has lost changes it had acknowledged (restored from a backup?): pushing them again and "
@@ -417,7 +423,7 @@ public final class SyncEngine {
         let handler = db.configuration.logHandler
         let endpoint = endpoint
         let site = site
-        func fetch(after cursor: String?, limit: Int, wait: Int?) -> Prefetch<PulledPage> {
+        func fetch(after cursor: String?, limit: Int, wait: Int?, replacing: Bool) -> Prefetch<PulledPage> {
             var resumed = request
             resumed.cursor = cursor
             resumed.limit = limit
@@ -437,9 +443,16 @@ public final class SyncEngine {
                     changes.reserveCapacity(wire.count)
                     while let change = wire.popLast() { changes.append(IncomingChange(change)) }
                     changes.reverse()
+                    // Only a dataset with rules names the rows that leave, and only its download may
+                    // replace what the store holds.
+                    let replaces =
+                        replacing && page.phase == .snapshot && page.removed != nil
+                        ? ReplacingDownloadPage(isLast: !page.hasMore) : nil
                     return (
                         page,
-                        log.prepare(changes, leaving: page.removed.map { Self.leavingRows($0, log: log, site: site) })
+                        log.prepare(
+                            changes, leaving: page.removed.map { Self.leavingRows($0, log: log, site: site) },
+                            replacing: replaces)
                     )
                 },
                 ended: { outcome in
@@ -492,13 +505,14 @@ public final class SyncEngine {
     /// applies) and applies them, calling `committed` after each commit but the last. With `live`,
     /// the first page is asked to wait (`wait` milliseconds) while the store is caught up.
     private func applyPages(
-        from fetch: (_ cursor: String?, _ limit: Int, _ wait: Int?) -> Prefetch<PulledPage>, pageSize: Int,
+        from fetch: (_ cursor: String?, _ limit: Int, _ wait: Int?, _ replacing: Bool) -> Prefetch<PulledPage>,
+        pageSize: Int,
         live: (milliseconds: Int, wait: LiveWait)?, state: inout SyncState, report: inout SyncReport,
         progress: ((SyncProgress) -> Void)?, committed: () -> Void
     ) throws(SyncError) {
         var total: Int?
         var limit = min(Self.firstPullPageSize, pageSize)
-        var next = fetch(state.cursor, limit, live?.milliseconds)
+        var next = fetch(state.cursor, limit, live?.milliseconds, state.downloadReplacesRows)
         var isWaiting = live != nil
         var joinsPages = true
         while true {
@@ -524,7 +538,7 @@ public final class SyncEngine {
                 // Pulled without waiting; the caller polls for a while.
                 report.liveWait = .refused
                 isWaiting = false
-                next = fetch(state.cursor, limit, nil)
+                next = fetch(state.cursor, limit, nil, state.downloadReplacesRows)
                 continue
             case .failure(let error):
                 isWaiting = false
@@ -533,19 +547,25 @@ public final class SyncEngine {
                 // Applying what this store already has changes nothing.
                 guard error.code == .invalidCursor, state.cursor != nil, !report.redownloaded else { throw error }
                 state.cursor = nil
+                state.downloadReplacesRows = true
                 report.redownloaded = true
-                try store { try log.save(state, db) }
+                try store {
+                    try db.transaction(.immediate) { db in
+                        try log.forgetDownloadedRows(db)
+                        try log.save(state, db)
+                    }
+                }
                 logMessage(
                     .warning, "the server refused the pull cursor; downloading the dataset again",
                     ["reason": error.message])
-                next = fetch(nil, limit, nil)
+                next = fetch(nil, limit, nil, true)
                 continue
             }
             // The next page is asked for (and read) on another thread while this one is applied, so
             // the server, the network and the store work at the same time.
             if page.hasMore {
                 limit = min(2 * limit, pageSize)
-                next = fetch(page.cursor, limit, nil)
+                next = fetch(page.cursor, limit, nil, changes?.replacing != nil)
             }
             // The pages applied together (this one, and those already received meanwhile) and the
             // state once they have committed; `state` itself moves only then, so a failure leaves
@@ -553,6 +573,8 @@ public final class SyncEngine {
             var last = page
             var applied = state
             applied.cursor = page.cursor
+            // Saved with the page: a download resumed by a later sync goes on replacing.
+            applied.downloadReplacesRows = changes?.replacing.map { !$0.isLast } ?? false
             var pulled = changes?.count ?? 0
             do throws(SyncError) {
                 if changes?.isEmpty ?? true {
@@ -562,7 +584,16 @@ public final class SyncEngine {
                     // per transaction. The cursor is saved after the step, so that a failing step
                     // leaves the page to be pulled and applied again (which changes nothing already
                     // applied) and the step to run again.
-                    let outcome = try store { try log.apply(changes, to: db) }
+                    // The end of a replacing download commits with the rows it removed, the cursor
+                    // still before the page: applied again after a failing step, the page removes
+                    // nothing more.
+                    var ended = state
+                    ended.downloadReplacesRows = false
+                    let outcome = try store {
+                        try log.apply(changes, to: db) { db in
+                            if changes.replacing?.isLast == true { try self.log.save(ended, db) }
+                        }
+                    }
                     if page.hasMore { committed() }
                     report.refusedIncoming += outcome.refused.count
                     report.removed += outcome.removed
@@ -595,10 +626,11 @@ public final class SyncEngine {
                                     else { return nil }
                                     if ready.hasMore {
                                         limit = min(2 * limit, pageSize)
-                                        next = fetch(ready.cursor, limit, nil)
+                                        next = fetch(ready.cursor, limit, nil, readyChanges.replacing != nil)
                                     }
                                     last = ready
                                     applied.cursor = ready.cursor
+                                    applied.downloadReplacesRows = readyChanges.replacing.map { !$0.isLast } ?? false
                                     pulled += readyChanges.count
                                     return readyChanges
                                 }, to: db, afterEach: { db in try log.save(applied, db) })
@@ -615,7 +647,7 @@ public final class SyncEngine {
                         if last.hasMore { next.abandon() }
                         joinsPages = false
                         logMessage(.debug, "pages applied together were rolled back; applying each page alone", [:])
-                        next = fetch(state.cursor, limit, nil)
+                        next = fetch(state.cursor, limit, nil, state.downloadReplacesRows)
                         continue
                     }
                     // The last page's WAL is left to the connection's own automatic checkpoint (at
@@ -631,6 +663,7 @@ public final class SyncEngine {
                 // commit failed): the cursor is the store's, which sync() saves with the error.
                 if !db.isInsideTransaction, let stored = try? log.syncState(db, endpoint: endpoint) {
                     state.cursor = stored.cursor
+                    state.downloadReplacesRows = stored.downloadReplacesRows
                 }
                 throw error
             }

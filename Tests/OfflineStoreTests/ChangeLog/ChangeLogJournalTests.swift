@@ -341,7 +341,7 @@ struct ChangeLogJournalTests {
 
         let db = try Database(path: path)
         let log = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
-        #expect(try Migrator(plan: MetadatabasePlan.self).currentVersion(try Database(path: metaPath)) == "1.3.0")
+        #expect(try Migrator(plan: MetadatabasePlan.self).currentVersion(try Database(path: metaPath)) == "1.4.0")
         #expect(try journalCount(db) == 0)
         #expect(try log.pendingCount(db) == 2)
         try db.execute("UPDATE remindersLists SET name = 'b2' WHERE id = 'B'")
@@ -352,6 +352,32 @@ struct ChangeLogJournalTests {
         #expect(pending[0].columns["name"] == .text("b2") && pending[0].clock.packed == clocks[1])
         #expect(pending[1].columns == ["name": .text("a2")] && pending[1].clock.packed == clocks[2])
         #expect(pending[2].columns == ["name": .text("b2")] && pending[2].clock.packed > clocks[2])
+    }
+
+    /// Release 1.3 had no replacing downloads: its cursors and acknowledged marks stay, and no
+    /// download is under way.
+    @Test func aMetadatabaseAt1_3UpgradesWithItsCursorsAndNoReplacingDownload() throws {
+        let path = directory.path("old.sqlite")
+        let metaPath = Metadatabase.path(forDatabaseAt: path)
+        do {
+            let meta = try Database(path: metaPath)
+            try Migrator(plan: MetadatabasePlan.self, releasedUpTo: "1.3.0").migrate(meta)
+            #expect(try !meta.tableExists("ostore_downloaded"))
+            try meta.execute(
+                """
+                INSERT INTO ostore_sync (endpoint, cursor, acknowledgedThrough)
+                VALUES ('https://sync.example.com/family', 'c1', 7)
+                """)
+            try meta.close()
+        }
+        let db = try Database(path: path)
+        _ = try ChangeLog.open(db, migrator: try Migrator(plan: RemindersMigrationPlan.self))
+        let row = try #require(
+            try db.fetchOne("SELECT cursor, acknowledgedThrough, replacingDownload FROM ostore_meta.ostore_sync"))
+        #expect(try row.decode(String.self, at: 0) == "c1")
+        #expect(try row.decode(Int64.self, at: 1) == 7)
+        #expect(try row.decode(Int64?.self, at: 2) == nil)
+        #expect(try db.fetchValue(Int.self, "SELECT count(*) FROM ostore_meta.ostore_downloaded") == 0)
     }
 
     /// Connections that may not fold (a read-only one, a pool's `query_only` reader, a count inside a
