@@ -12,6 +12,8 @@ final class ConnectionHandle {
     /// How many `transaction`/outermost `savepoint` calls are running: while positive, a
     /// connection back in autocommit mode means SQLite rolled the transaction back.
     @exclusivity(unchecked) var managedTransactionDepth = 0
+    /// Set once something observes this connection's commits (``TransactionTracker``).
+    @exclusivity(unchecked) var tracker: TransactionTracker?
 
     init(path: String, flags: Int32, showsArguments: Bool) throws(DatabaseError) {
         self.showsArguments = showsArguments

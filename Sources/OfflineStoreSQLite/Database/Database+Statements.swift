@@ -54,6 +54,7 @@ extension Database {
         while offset < total {
             var prepared: OpaquePointer?
             var consumed = 0
+            connection.tracker?.beginPreparing()
             let code = utf8.withUnsafeMutableBufferPointer { buffer -> Int32 in
                 let start = buffer.baseAddress! + offset
                 var tail: UnsafePointer<CChar>?
@@ -71,7 +72,8 @@ extension Database {
             guard let prepared else { continue }  // whitespace or a comment
             ordinal += 1
             let statement = Statement(
-                sql: String(cString: sqlite3_sql(prepared)), pointer: prepared, connection: connection)
+                sql: String(cString: sqlite3_sql(prepared)), pointer: prepared, connection: connection,
+                access: connection.tracker?.endPreparing())
             do {
                 try statement.runToCompletion(arguments: nil)
             } catch {
@@ -91,6 +93,7 @@ extension Database {
         var prepared: OpaquePointer?
         var trailing = ""
         let flags = UInt32(persistent ? SQLITE_PREPARE_PERSISTENT : 0)
+        connection.tracker?.beginPreparing()
         let code = sql.withCString { text -> Int32 in
             var tail: UnsafePointer<CChar>?
             let code = sqlite3_prepare_v3(handle, text, -1, flags, &prepared, &tail)
@@ -101,7 +104,8 @@ extension Database {
         guard let prepared else {
             throw DatabaseError.misuse("the SQL holds no statement (only whitespace or comments)", sql: sql)
         }
-        let statement = Statement(sql: sql, pointer: prepared, connection: connection)
+        let statement = Statement(
+            sql: sql, pointer: prepared, connection: connection, access: connection.tracker?.endPreparing())
         if try !Self.isBlank(trailing, handle: handle) {
             throw DatabaseError.misuse(
                 "the SQL holds more than one statement; run several with executeScript(_:)", sql: sql)

@@ -27,6 +27,10 @@ public final class DatabasePool: Sendable {
     public let path: String
     private let writer: SerializedConnection
     private let readers: ReaderConnections
+    /// How a reader is opened: the app's preparation, then `query_only`.
+    package let readerConfiguration: Configuration
+    /// The ``ValueObservation``s started in this pool.
+    let observers = PoolObservers()
 
     /// Opens the writer now (creating the file and switching it to WAL) and readers on demand.
     public init(
@@ -47,6 +51,7 @@ public final class DatabasePool: Sendable {
             try userPreparation?(db)
             try db.execute(sql: "PRAGMA query_only = 1")
         }
+        self.readerConfiguration = readerConfiguration
         readers = ReaderConnections(
             path: path, configuration: readerConfiguration, maximumCount: max(1, maximumReaderCount))
     }
@@ -113,8 +118,14 @@ public final class DatabasePool: Sendable {
         try await offload { try self.read(body) }
     }
 
+    /// Runs `body` on the writer when no one is using it, without a transaction; nil when it is busy.
+    func withIdleWriter<Output>(_ body: (Database) throws -> Output) rethrows -> Output? {
+        try writer.withConnectionIfIdle(body)
+    }
+
     /// Closes every connection; later calls fail with a misuse error.
     public func close() throws {
+        observers.stop()
         try readers.close()
         try writer.close()
     }
@@ -156,6 +167,17 @@ private final class SerializedConnection: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let connection else { throw DatabaseError.misuse("the DatabasePool was closed") }
+        ownerLock.withLock { owner = me }
+        defer { ownerLock.withLock { owner = nil } }
+        return try body(connection)
+    }
+
+    /// `body` with the connection when its lock is free (and not held by this thread); nil otherwise.
+    func withConnectionIfIdle<Output>(_ body: (Database) throws -> Output) rethrows -> Output? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        guard let connection else { return nil }
+        let me = currentThreadID()
         ownerLock.withLock { owner = me }
         defer { ownerLock.withLock { owner = nil } }
         return try body(connection)

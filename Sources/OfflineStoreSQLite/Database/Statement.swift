@@ -40,11 +40,17 @@ public final class Statement {
     @exclusivity(unchecked) private var columnsReprepareCount: Int32 = 0
     /// The next step is the first since a reset: the moment SQLite may re-prepare.
     @exclusivity(unchecked) private var isAtStart = true
+    /// What the statement reads and writes, when its connection recorded it while preparing it.
+    let access: StatementAccess?
+    /// `sqlite3_stmt_readonly`: the statement writes nothing (transaction control included).
+    let isReadOnly: Bool
 
-    init(sql: String, pointer: OpaquePointer, connection: ConnectionHandle) {
+    init(sql: String, pointer: OpaquePointer, connection: ConnectionHandle, access: StatementAccess? = nil) {
         self.sql = sql
         self.pointer = pointer
         self.connection = connection
+        self.access = access
+        isReadOnly = sqlite3_stmt_readonly(pointer) != 0
         parameterCount = Int(sqlite3_bind_parameter_count(pointer))
         (columnCount, columns) = Self.readColumns(pointer)
     }
@@ -217,6 +223,8 @@ public final class Statement {
     package func runToCompletion(arguments: [DatabaseValue]?) throws(DatabaseError) {
         let handle = try handle()
         try checkTransactionIntact(handle)
+        let tracker = connection.tracker
+        tracker?.willRun(access: access, isReadOnly: isReadOnly)
         defer { resetAndClear(handle) }
         while true {
             let code = sqlite3_step(handle)
@@ -231,13 +239,17 @@ public final class Statement {
         let handle = try handle()
         let isFirstStep = isAtStart
         // A statement's writes (RETURNING included) all happen in its first step.
-        if isFirstStep { try checkTransactionIntact(handle) }
+        if isFirstStep {
+            try checkTransactionIntact(handle)
+            connection.tracker?.willRun(access: access, isReadOnly: isReadOnly)
+        }
         rowGeneration.advance()
         let code = sqlite3_step(handle)
         if isFirstStep {
             isAtStart = false
             refreshColumnsIfReprepared(handle)
         }
+        connection.tracker?.afterStep(sqlite3_db_handle(handle))
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }
         let error = connection.lastError(code: code, sql: sql, arguments: arguments)
@@ -270,6 +282,8 @@ public final class Statement {
         isAtStart = true
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        // A statement of its own transaction stopped before its end commits here.
+        connection.tracker?.afterStep(sqlite3_db_handle(handle))
     }
 
     // MARK: Reading the current row

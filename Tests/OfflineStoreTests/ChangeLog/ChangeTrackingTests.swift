@@ -256,6 +256,44 @@ struct ChangeTrackingTests {
         #expect(heard.value.count == 2)
     }
 
+    /// A stream of commits, the handler and the app's commit hook all hear each commit, and the
+    /// handler is called once another connection sees what committed.
+    @Test func commitStreamsTheHandlerAndTheAppsCommitHookCoexist() async throws {
+        let (db, log) = try openReminders()
+        let hooked = Locked(0)
+        db.setCommitHook {
+            hooked.withLock { $0 += 1 }
+            return true
+        }
+        let other = try Database(path: db.path)
+        let seenByOther = Locked<[Int]>([])
+        // A connection of its own, used only on the writing thread, where the handler runs.
+        nonisolated(unsafe) let reader = other
+        log.observeCommits(on: db) { _ in
+            let count = (try? reader.fetchValue(Int.self, "SELECT count(*) FROM remindersLists")) ?? -1
+            seenByOther.withLock { $0.append(count) }
+        }
+        let commits = log.commits(on: db)
+        // A stream whose iteration ended is told nothing more.
+        let ended = log.commits(on: db)
+        let iteration = Task { for await _ in ended {} }
+        iteration.cancel()
+        await iteration.value
+        try db.execute("INSERT INTO remindersLists (id, name) VALUES ('A', 'x')")
+        try db.transaction { db in
+            try db.execute("INSERT INTO remindersLists (id, name) VALUES ('B', 'y')")
+            try db.execute("UPDATE remindersLists SET name = 'z' WHERE id = 'A'")
+        }
+        var heard: [[String]] = []
+        for await changes in commits {
+            heard.append(changes.map { "\($0.primaryKey["id"]!)" }.sorted())
+            if heard.count == 2 { break }
+        }
+        #expect(heard == [["text(\"A\")"], ["text(\"A\")", "text(\"B\")"]])
+        #expect(seenByOther.value == [1, 2])
+        #expect(hooked.value == 2)
+    }
+
     @Test func aPoolRecordsWritesThroughItsWriter() throws {
         let pool = try DatabasePool(path: directory.path("pool.sqlite"))
         let migrator = try Migrator(plan: RemindersMigrationPlan.self)

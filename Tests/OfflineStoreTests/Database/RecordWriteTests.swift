@@ -1,6 +1,7 @@
 import Foundation
 import OfflineStore
 import RemindersModel
+import TestSupport
 import Testing
 
 /// GRDB's README "Player": a plain table of records, written and read by key without SQL.
@@ -67,6 +68,24 @@ struct RecordWriteTests {
         #expect(try Player.fetchOne(db, key: 1) == nil)
         #expect(try Player.deleteAll(db, keys: [1, 2]) == 1)
         #expect(try Player.fetchAll(db, keys: [1, 2]).isEmpty)
+    }
+
+    /// The example's observation: the players, told again after each write to their table.
+    @Test func thePlayerExampleObservesThePlayers() throws {
+        let pool = try DatabasePool(path: directory.path("players.sqlite"))
+        try pool.write { db in
+            try db.execute("CREATE TABLE player (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score INTEGER NOT NULL)")
+        }
+        let told = Locked<[[String]]>([])
+        let cancellable = ValueObservation { db in try Player.fetchAll(db) }
+            .start(in: pool, onError: { _ in }) { players in told.withLock { $0.append(players.map(\.name)) } }
+        #expect(eventually { told.value == [[]] })
+        try pool.write { db in try Player(id: 1, name: "Arthur", score: 100).insert(db) }
+        try pool.write { db in try Player(id: 2, name: "Barbara", score: 1000).insert(db) }
+        #expect(eventually { told.value.last == ["Arthur", "Barbara"] })
+        try pool.write { db in _ = try Player.deleteOne(db, key: 1) }
+        #expect(eventually { told.value.last == ["Barbara"] })
+        cancellable.cancel()
     }
 
     @Test func updateSaveAndUpsert() throws {

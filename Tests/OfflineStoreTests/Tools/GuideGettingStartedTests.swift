@@ -37,7 +37,7 @@ enum TodoPlan: MigrationPlan {
 // start-schema:end
 
 // start-record:begin
-struct Todo: Codable, FetchableRecord, PersistableRecord, ModelRecord {
+struct Todo: Codable, Equatable, FetchableRecord, PersistableRecord, ModelRecord {
     typealias Model = TodoSchemaV1.Todos  // its table, declared once
     var id = UUID().uuidString
     var title: String
@@ -80,6 +80,13 @@ func moveAllDueDates(by seconds: Double, db: Database) throws {
     }
 }
 // start-write:end
+
+// start-observe:begin
+/// The open todos now, then again after each commit that changes them, in this process or another.
+func watchOpenTodos(in pool: DatabasePool) -> AsyncThrowingStream<[Todo], any Error> {
+    ValueObservation { db in try openTodos(matching: "", db: db) }.values(in: pool)
+}
+// start-observe:end
 
 // start-verify:begin
 @Test func todoPlanIsSafe() throws {
@@ -124,5 +131,25 @@ func moveAllDueDates(by seconds: Double, db: Database) throws {
         #expect(output.contains("pending changes:  5\n"))
         #expect(output.split(separator: "\n").filter { $0.contains(" todos ") }.count == 5)
         #expect(!output.contains("preferences"))
+    }
+
+    @Test func theOpenTodosAreToldAgainAfterEachChange() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try DatabasePool(path: directory.path("todos.sqlite"))
+        let migrator = try Migrator(plan: TodoPlan.self)
+        try await pool.writeWithoutTransaction { db in _ = try ChangeLog.open(db, migrator: migrator) }
+        var told: [[String]] = []
+        for try await todos in watchOpenTodos(in: pool) {
+            told.append(todos.map(\.title))
+            switch told.count {
+            case 1: _ = try await pool.write { db in try addTodo("Buy milk", db: db) }
+            case 2:
+                let milk = try #require(todos.first)
+                try await pool.write { db in try complete(milk.id, db: db) }
+            default: break
+            }
+            if told.count == 3 { break }
+        }
+        #expect(told == [[], ["Buy milk"], []])
     }
 }

@@ -89,6 +89,17 @@ extension TableRecord where Self: FetchableRecord {
     public static func fetchAll(_ db: Database, keys: some Sequence<RecordKeyValues>) throws -> [Self] {
         try keys.compactMap { key in try fetchOne(db, key: key) }
     }
+
+    /// Every record of the table, in primary-key order.
+    ///
+    /// ```swift
+    /// let players = try Player.fetchAll(db)
+    /// ```
+    public static func fetchAll(_ db: Database) throws -> [Self] {
+        let table = try db.recordTable(databaseTableName)
+        let order = table.keyColumns.map { quoteIdentifier($0) }.joined(separator: ", ")
+        return try fetchAll(db, SQL(sql: "SELECT * FROM \(quoteIdentifier(table.name)) ORDER BY \(order)"))
+    }
 }
 
 extension Database {
