@@ -27,9 +27,10 @@ let usage = """
                  process, each against the same work without rules: a user's first download of their 1% of
                  --rows reminders (default 1000000) on lists owned by 100 users in turn, against a first
                  download of a dataset holding only those rows (target 2x); 10000 reminders pushed by the
-                 user, fold included, against the same push onto that dataset (1.25x); a list of 10000
-                 reminders shared with the user, from the membership's push to the end of the pull bringing
-                 them, against that first download (2x); --runs at most 5 (default 5), the median ratio
+                 user, fold included, against the same push onto the same rows without rules (1.25x); a list
+                 of 10000 reminders shared with the user, from the membership's push to the end of the pull
+                 bringing them, against that first download (2x); --runs at most 5 (default 5), the median
+                 ratio
       server     ostore-server processes (the one built next to ostore-bench: `swift build -c release`
                  first) on fresh storage per server and client count: a data directory (--backend sqlite),
                  or a database on a throwaway PostgreSQL cluster (--backend postgres; initdb and pg_ctl of

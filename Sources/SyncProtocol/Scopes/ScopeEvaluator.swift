@@ -21,6 +21,11 @@ public struct ScopeEvaluator: Sendable {
     }
 
     private let filters: [ScopeRules.Access: [String: [Filter]]]
+    /// ``memberships(_:)`` of each access, made once: the fold and the write check ask for them
+    /// for every row.
+    private let membershipsByAccess: [ScopeRules.Access: [ScopeRules.Membership]]
+    /// The memberships of either access read in each table, with their bucket kinds, each once.
+    private let grantingMemberships: [String: [(membership: ScopeRules.Membership, kind: String)]]
     /// Each table's depth below the tables it references by foreign key (0 for a table that
     /// references none): what orders rows so that parents come before their children.
     public let depths: [String: Int]
@@ -52,6 +57,25 @@ public struct ScopeEvaluator: Sendable {
             }
         }
         self.filters = filters
+        var membershipsByAccess: [ScopeRules.Access: [ScopeRules.Membership]] = [:]
+        var grantingMemberships: [String: [(membership: ScopeRules.Membership, kind: String)]] = [:]
+        for access in ScopeRules.Access.allCases {
+            var found: [ScopeRules.Membership] = []
+            for table in rules.tables.keys.sorted() {
+                for case .member(_, let membership) in rules.tables[table]!.filters(access)
+                where !found.contains(membership) {
+                    found.append(membership)
+                }
+            }
+            membershipsByAccess[access] = found
+            for membership in found
+            where !(grantingMemberships[membership.table] ?? []).contains(where: { $0.membership == membership }) {
+                grantingMemberships[membership.table, default: []].append(
+                    (membership, ScopeBucket.kind(of: membership)))
+            }
+        }
+        self.membershipsByAccess = membershipsByAccess
+        self.grantingMemberships = grantingMemberships
         depths = Self.depths(of: definition)
     }
 
@@ -110,14 +134,7 @@ public struct ScopeEvaluator: Sendable {
 
     /// The memberships `access`'s filters read, each once.
     public func memberships(_ access: ScopeRules.Access) -> [ScopeRules.Membership] {
-        var found: [ScopeRules.Membership] = []
-        for table in rules.tables.keys.sorted() {
-            for case .member(_, let membership) in rules.tables[table]!.filters(access)
-            where !found.contains(membership) {
-                found.append(membership)
-            }
-        }
-        return found
+        membershipsByAccess[access] ?? []
     }
 
     /// What a live row of `table` whose columns hold `values` grants as a row of a membership of
@@ -125,13 +142,11 @@ public struct ScopeEvaluator: Sendable {
     /// the subjects (or claims) its where column holds as text.
     public func membershipGrants(ofRowIn table: String, values: (String) -> WireValue?) -> Set<MembershipGrant> {
         var grants: Set<MembershipGrant> = []
-        for access in ScopeRules.Access.allCases {
-            for membership in memberships(access) where membership.table == table {
-                guard case .text(let member)? = values(membership.whereColumn),
-                    let value = values(membership.selectColumn).flatMap(ScopeBucket.valueText)
-                else { continue }
-                grants.insert(MembershipGrant(kind: ScopeBucket.kind(of: membership), member: member, value: value))
-            }
+        for (membership, kind) in grantingMemberships[table] ?? [] {
+            guard case .text(let member)? = values(membership.whereColumn),
+                let value = values(membership.selectColumn).flatMap(ScopeBucket.valueText)
+            else { continue }
+            grants.insert(MembershipGrant(kind: kind, member: member, value: value))
         }
         return grants
     }

@@ -34,11 +34,19 @@ struct RowScope: Hashable, Sendable {
     /// The scope of a row of `table` whose key is `key` and whose merged state is `row`;
     /// `previous` is what the index held of it.
     init(_ evaluator: ScopeEvaluator, table: String, key: [String: WireValue], row: MergedRow, previous: RowScope) {
+        self.init(evaluator, table: table, key: { key[$0] }, row: row, previous: previous)
+    }
+
+    /// The same, with the key's values looked up by `key`: a column the row's cells hold is not
+    /// looked up there.
+    init(
+        _ evaluator: ScopeEvaluator, table: String, key: (String) -> WireValue?, row: MergedRow, previous: RowScope
+    ) {
         if row.isDeleted {
             self.init(links: previous.links)
             return
         }
-        self.init(evaluator, table: table, values: { row.cells[$0]?.value ?? key[$0] }, grants: row.created != nil)
+        self.init(evaluator, table: table, values: { row.cells[$0]?.value ?? key($0) }, grants: row.created != nil)
     }
 
     /// The scope of a row of `table` whose columns hold `values`; with `grants`, the buckets it
@@ -76,18 +84,51 @@ extension RowScope {
         table: String, keyText: String, row: MergedRow, scope: RowScope,
         changes: some Sequence<(change: FoldChange, serial: Int64)>, rules: ScopeEvaluator
     ) throws -> [Move] {
-        let key = try ProtocolJSON.decodeValues(Data(keyText.utf8))
+        // Read only when a filter names a key column (the state keeps the key apart from the
+        // cells): most filters name other columns, a parent's key or an owner.
+        let key = KeyValues(text: keyText)
         var row = row
         var scope = scope
         var moves: [Move] = []
+        // The insert that makes a row new to the state, merged only when another change follows:
+        // its scope is its columns' (the merge rule takes each of them, a new row has no other).
+        var creation: FoldChange?
         for (change, serial) in changes {
-            row.merge(change)
-            let next = RowScope(rules, table: table, key: key, row: row, previous: scope)
+            let next: RowScope
+            if creation == nil, change.op == .insert, row.created == nil, row.deleted == nil, row.cells.isEmpty {
+                creation = change
+                next = RowScope(
+                    rules, table: table,
+                    values: { column in change.columns.first { $0.name == column }?.value ?? key.value(column) },
+                    grants: true)
+            } else {
+                if let made = creation.take() { row.merge(made) }
+                row.merge(change)
+                next = RowScope(rules, table: table, key: key.value, row: row, previous: scope)
+            }
+            if let failure = key.failure { throw failure }
             guard next != scope else { continue }
             moves.append(Move(position: ScopePosition.afterChange(serial), from: scope, to: next))
             scope = next
         }
         return moves
+    }
+
+    /// A row's key values, decoded from its canonical JSON the first time one is asked for; a
+    /// decoding that failed is kept for the caller to throw.
+    private final class KeyValues {
+        let text: String
+        private var decoded: [String: WireValue]?
+        private(set) var failure: (any Error)?
+
+        init(text: String) { self.text = text }
+
+        func value(_ column: String) -> WireValue? {
+            if decoded == nil, failure == nil {
+                do { decoded = try ProtocolJSON.decodeValues(Data(text.utf8)) } catch { failure = error }
+            }
+            return decoded?[column]
+        }
     }
 
     /// What a row's scope is under `rules` set while the state holds it as `row`: a deleted row's

@@ -30,7 +30,10 @@ struct ScopeWriteCheck {
     private let members: [String: String]
     private var writable: [ScopedRow: Bool] = [:]
     /// Rows as the changes taken so far left them.
-    private var written: [ScopedRow: (values: [String: WireValue], isLive: Bool)] = [:]
+    private var written: [ScopedRow: WrittenRow] = [:]
+    /// The row the change being decided names and what it held, read once for both the decision
+    /// and taking the change.
+    private var decided: (row: ScopedRow, before: (values: [String: WireValue], isLive: Bool)?)?
 
     init(_ evaluator: ScopeEvaluator, identity: ScopeIdentity, state: any ScopeStateReading) throws {
         self.evaluator = evaluator
@@ -55,6 +58,7 @@ struct ScopeWriteCheck {
     /// Why `change` is outside the writer's write scope; nil when it is inside, and the rows the
     /// next changes are checked against are then as `change` leaves them.
     mutating func refusal(of change: Change) throws -> String? {
+        decided = nil
         guard let refusal = try decide(change) else {
             if identity.subject != nil { try take(change) }
             return nil
@@ -63,28 +67,36 @@ struct ScopeWriteCheck {
     }
 
     private mutating func take(_ change: Change) throws {
-        let row = ScopedRow(table: change.table, key: try Self.keyText(change.key))
-        let before = try current(row)
-        var values = change.op == .insert ? change.key : before?.values ?? change.key
-        values.merge(change.columns) { $1 }
-        written[row] = (values, change.op != .delete)
+        let (row, before) = try decided ?? read(change)
+        let after = WrittenRow(
+            base: change.op == .insert ? change.key : before?.values ?? change.key, columns: change.columns,
+            isLive: change.op != .delete)
+        written[row] = after
         writable = [:]
         // A membership row of the writer's, made, moved or deleted: what it grants changes with it.
         if let before, before.isLive {
-            for grant in grantsToWriter(ofRowIn: change.table, values: before.values) { granted.remove(grant) }
+            for grant in grantsToWriter(ofRowIn: change.table, values: { before.values[$0] }) { granted.remove(grant) }
         }
         if change.op != .delete {
-            for grant in grantsToWriter(ofRowIn: change.table, values: values) { granted.insert(grant) }
+            for grant in grantsToWriter(ofRowIn: change.table, values: after.value) { granted.insert(grant) }
         }
     }
 
-    private func grantsToWriter(ofRowIn table: String, values: [String: WireValue]) -> [ScopeBucket] {
-        evaluator.membershipGrants(ofRowIn: table, values: { values[$0] })
+    private func grantsToWriter(ofRowIn table: String, values: (String) -> WireValue?) -> [ScopeBucket] {
+        evaluator.membershipGrants(ofRowIn: table, values: values)
             .filter { members[$0.kind] == $0.member }.map(\.bucket)
     }
 
+    /// The row `change` names and what it holds now.
+    private func read(_ change: Change) throws -> (
+        row: ScopedRow, before: (values: [String: WireValue], isLive: Bool)?
+    ) {
+        let row = ScopedRow(table: change.table, key: try Self.keyText(change.key))
+        return (row, try current(row))
+    }
+
     private func current(_ row: ScopedRow) throws -> (values: [String: WireValue], isLive: Bool)? {
-        if let written = written[row] { return written }
+        if let written = written[row] { return (written.values, written.isLive) }
         return try state.current(row)
     }
 
@@ -99,30 +111,31 @@ struct ScopeWriteCheck {
                 return "column \(column) of \(change.table) is not among the columns the rules let a subject write"
             }
         }
-        let row = ScopedRow(table: change.table, key: try Self.keyText(change.key))
-        let before = try current(row)
+        let (row, before) = try read(change)
+        decided = (row, before)
         if let before, change.op != .insert || before.isLive {
-            guard try writable(change.table, values: before.values) else {
+            guard try writable(change.table, values: { before.values[$0] }) else {
                 return "the row is outside the writer's write scope"
             }
         }
         guard change.op != .delete else {
             // A delete of a row the state does not hold: its key is all there is to decide by.
-            if before == nil, try !writable(change.table, values: change.key) {
+            if before == nil, try !writable(change.table, values: { change.key[$0] }) {
                 return "the row is outside the writer's write scope"
             }
             return nil
         }
-        var after = change.op == .update ? before?.values ?? change.key : change.key
-        after.merge(change.columns) { $1 }
-        guard try writable(change.table, values: after) else {
+        let after = WrittenRow(
+            base: change.op == .update ? before?.values ?? change.key : change.key, columns: change.columns,
+            isLive: true)
+        guard try writable(change.table, values: after.value) else {
             return "the change would put the row outside the writer's write scope"
         }
         return nil
     }
 
-    private mutating func writable(_ table: String, values: [String: WireValue]) throws -> Bool {
-        let links = evaluator.links(.write, of: table, values: { values[$0] })
+    private mutating func writable(_ table: String, values: (String) -> WireValue?) throws -> Bool {
+        let links = evaluator.links(.write, of: table, values: values)
         if !links.buckets.isDisjoint(with: granted) { return true }
         for parent in links.parents {
             let row = ScopedRow(table: parent.table, key: try Self.keyText(parent.key))
@@ -132,11 +145,24 @@ struct ScopeWriteCheck {
             }
             // A row is in no circle of parents (the rules allow none), so the walk ends.
             writable[row] = false
-            let found = try current(row).map { try writable(parent.table, values: $0.values) } ?? false
+            let found =
+                try current(row).map { found in try writable(parent.table, values: { found.values[$0] }) } ?? false
             writable[row] = found
             if found { return true }
         }
         return false
+    }
+
+    /// A row as a change leaves it: the values before it with the change's columns over them,
+    /// looked up without merging the two (the merged values are made only for a row read again).
+    private struct WrittenRow {
+        var base: [String: WireValue]
+        var columns: [String: WireValue]
+        var isLive: Bool
+
+        func value(_ column: String) -> WireValue? { columns[column] ?? base[column] }
+
+        var values: [String: WireValue] { base.merging(columns) { $1 } }
     }
 
     private static func keyText(_ key: [String: WireValue]) throws -> String {

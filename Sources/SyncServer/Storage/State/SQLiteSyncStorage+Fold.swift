@@ -46,7 +46,7 @@ extension SQLiteSyncStorage {
     static func storedScopeRules(_ db: Database) throws -> [Int64: StoredScopeRules] {
         var rules: [Int64: StoredScopeRules] = [:]
         for row in try db.fetchAll("SELECT datasetID, version, rules, definition FROM server_scope_rules") {
-            rules[try row.decode(at: 0)] = try StoredScopeRules(
+            rules[try row.decode(at: 0)] = try StoredScopeRules.compiled(
                 version: try row.decode(at: 1), rulesText: try row.decode(at: 2), definitionText: try row.decode(at: 3))
         }
         return rules
@@ -107,18 +107,29 @@ extension SQLiteSyncStorage {
         handed = leftOver
         let statements = try FoldStatements(db)
         var newRows = NewRows()
+        var scopeWrites = try StateScopeIndexWrites(db)
         try work.forEachRow { datasetID, changes, serials in
             if let rules = rules[datasetID] {
-                // Before the row is written: the index follows it from its state before the fold.
-                try StateScopeIndex.fold(changes, serials: serials, datasetID: datasetID, rules: rules.evaluator, db)
-            }
-            if changes[0].op == .insert {
+                // Read once, before the row is written: the index follows it from its state before
+                // the fold, and the row is merged into it.
+                let stored = try storedRow(
+                    datasetID: datasetID, table: changes[0].table, key: changes[0].key, statements.selectRow)
+                try StateScopeIndex.fold(
+                    changes, serials: serials, datasetID: datasetID, rules: rules.evaluator, stored: stored,
+                    writes: &scopeWrites, db)
+                if stored == nil, changes[0].op == .insert {
+                    try newRows.add(changes, datasetID: datasetID, statements, db)
+                } else {
+                    try merge(changes, into: stored, datasetID: datasetID, statements)
+                }
+            } else if changes[0].op == .insert {
                 try newRows.add(changes, datasetID: datasetID, statements, db)
             } else {
                 try mergeIntoStoredRow(changes, datasetID: datasetID, statements, db)
             }
         }
         try newRows.insertTheRest(statements, db)
+        try scopeWrites.flush()
         let serials = folded.serials
         let marks = try log.read { logDB in
             try serials.map { datasetID, serial in
@@ -182,7 +193,18 @@ extension SQLiteSyncStorage {
         _ changes: [FoldChange], datasetID: Int64, _ statements: FoldStatements, _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        let stored = try storedRow(datasetID: datasetID, table: first.table, key: first.key, db)
+        try merge(
+            changes,
+            into: try storedRow(datasetID: datasetID, table: first.table, key: first.key, statements.selectRow),
+            datasetID: datasetID, statements)
+    }
+
+    /// Folds one row's changes into `stored`, the state's record of the row read before (nil when
+    /// it had none), and writes the record if anything changed.
+    fileprivate static func merge(
+        _ changes: [FoldChange], into stored: MergedRow?, datasetID: Int64, _ statements: FoldStatements
+    ) throws {
+        guard let first = changes.first else { return }
         var merged = stored ?? MergedRow()
         for change in changes { merged.merge(change) }
         // A row new to the state is written whatever its changes did, as each one's merge wrote it.
@@ -200,6 +222,18 @@ extension SQLiteSyncStorage {
             try MergedRow(
                 created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
                 packedCells: try row.decode(Data?.self, at: 4))
+        }
+    }
+
+    /// ``storedRow(datasetID:table:key:_:)`` by a statement of ``FoldStatements/selectRow`` the
+    /// caller holds.
+    static func storedRow(datasetID: Int64, table: String, key: String, _ select: Statement) throws -> MergedRow? {
+        try select.withFirstRow(binding: [.integer(datasetID), .text(table), .text(key)]) { row in
+            try row.map { row in
+                try MergedRow(
+                    created: try version(row, clockAt: 0), deleted: try version(row, clockAt: 2),
+                    packedCells: try row.decode(Data?.self, at: 4))
+            }
         }
     }
 
@@ -315,6 +349,7 @@ struct FoldStatements {
         """
     }
 
+    let selectRow: Statement
     let upsertRow: Statement
     let insertNewRow: Statement
     /// ``NewRows/rowsPerInsert`` rows.
@@ -331,6 +366,7 @@ struct FoldStatements {
             """)
 
     init(_ db: Database) throws {
+        selectRow = try db.cachedStatement(Self.selectRow)
         insertNewRow = try db.cachedStatement(Self.insertNewRowSQL)
         insertNewRows = try db.cachedStatement(Self.insertNewRowsSQL)
         upsertRow = try db.cachedStatement(Self.upsertRowSQL)

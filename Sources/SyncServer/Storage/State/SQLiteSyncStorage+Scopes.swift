@@ -92,7 +92,7 @@ extension SQLiteSyncStorage: ScopedStorage {
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
                 guard let rules = try index.rules(at: try index.end()) else { return [:] }
                 var check = try ScopeWriteCheck(
-                    rules.evaluator, identity: identity, state: StateScopeStateReader(db: db, datasetID: datasetID))
+                    rules.evaluator, identity: identity, state: try StateScopeStateReader(db: db, datasetID: datasetID))
                 var refusals: [Int: String] = [:]
                 for (position, change) in changes.enumerated() {
                     if let reason = try check.refusal(of: change) { refusals[position] = reason }

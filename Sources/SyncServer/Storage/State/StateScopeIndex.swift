@@ -7,7 +7,7 @@ import SyncProtocol
 /// scope positions they held between. Positions are ``ScopePosition``s.
 ///
 /// ```swift
-/// try StateScopeIndex.fold(changes, serials: serials, datasetID: id, rules: rules, db)
+/// try StateScopeIndex.fold(changes, serials: serials, datasetID: id, rules: rules, stored: row, writes: &writes, db)
 /// ```
 enum StateScopeIndex {
     /// What the index holds of a row now.
@@ -75,25 +75,21 @@ enum StateScopeIndex {
     }
 
     /// Follows one row's changes of a fold (in log order, with their serials) through its scope,
-    /// from the row as the state held it before the fold: every change that moves the row's
-    /// scope is written at its own position, so the index's history is the log's and not the
-    /// fold's (a state folded again in other rounds has the same one).
+    /// from the row as the state held it before the fold (`stored`, nil when the state had none):
+    /// every change that moves the row's scope is written at its own position, so the index's
+    /// history is the log's and not the fold's (a state folded again in other rounds has the same
+    /// one). The index holds nothing of a row the state does not hold: both are written by the
+    /// same folds and forgotten together (``forget(datasetID:_:)``), so a new row's is not read.
     static func fold(
-        _ changes: [FoldChange], serials: [Int64], datasetID: Int64, rules: ScopeEvaluator, _ db: Database
+        _ changes: [FoldChange], serials: [Int64], datasetID: Int64, rules: ScopeEvaluator, stored row: MergedRow?,
+        writes: inout StateScopeIndexWrites, _ db: Database
     ) throws {
         guard let first = changes.first else { return }
-        let row =
-            try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: first.table, key: first.key, db)
-            ?? MergedRow()
-        for move in try RowScope.moves(
-            table: first.table, keyText: first.key, row: row,
-            scope: try stored(datasetID: datasetID, table: first.table, key: first.key, db),
+        let moves = try RowScope.moves(
+            table: first.table, keyText: first.key, row: row ?? MergedRow(),
+            scope: row == nil ? RowScope() : try stored(datasetID: datasetID, table: first.table, key: first.key, db),
             changes: zip(changes, serials).lazy.map { (change: $0.0, serial: $0.1) }, rules: rules)
-        {
-            try write(
-                datasetID: datasetID, table: first.table, key: first.key, from: move.from, to: move.to,
-                at: move.position, db)
-        }
+        try writes.write(datasetID: datasetID, table: first.table, key: first.key, moves: moves)
     }
 
     /// Makes every row's record of dataset `datasetID` the one `rules` give, at `position`, and

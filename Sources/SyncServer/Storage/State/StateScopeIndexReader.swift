@@ -42,7 +42,7 @@ final class StateScopeIndexReader: ScopeIndexReading {
         else { return nil }
         let version: Int64 = try row.decode(at: 0)
         if let known = rulesByVersion[version] { return known }
-        let rules = try StoredScopeRules(
+        let rules = try StoredScopeRules.compiled(
             version: version, rulesText: try row.decode(at: 1), definitionText: try row.decode(at: 2))
         rulesByVersion[version] = rules
         return rules
@@ -152,9 +152,19 @@ final class StateScopeIndexReader: ScopeIndexReading {
 struct StateScopeStateReader: ScopeStateReading {
     let db: Database
     let datasetID: Int64
+    /// Held for the batch: a check reads a row or two for each change.
+    private let selectRow: Statement
+
+    init(db: Database, datasetID: Int64) throws {
+        self.db = db
+        self.datasetID = datasetID
+        selectRow = try db.cachedStatement(FoldStatements.selectRow)
+    }
 
     func current(_ row: ScopedRow) throws -> (values: [String: WireValue], isLive: Bool)? {
-        guard let merged = try SQLiteSyncStorage.storedRow(datasetID: datasetID, table: row.table, key: row.key, db)
+        guard
+            let merged = try SQLiteSyncStorage.storedRow(
+                datasetID: datasetID, table: row.table, key: row.key, selectRow)
         else { return nil }
         var values = try ProtocolJSON.decodeValues(Data(row.key.utf8))
         for (name, cell) in merged.cells { values[name] = cell.value }
