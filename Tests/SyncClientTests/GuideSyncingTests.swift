@@ -22,6 +22,18 @@ func makeEngine(db: Database, log: ChangeLog, server: URL, token: String, caFile
 }
 // syncing-engine:end
 
+// syncing-pool:begin
+/// An app that reads and writes on several threads: one pool, the change log opened on its writer,
+/// and an engine that takes the writer only for each of its steps, awaited with `try await engine.sync()`.
+func makePooledEngine(path: String, server: URL, token: String) throws -> (pool: DatabasePool, engine: SyncEngine) {
+    let pool = try DatabasePool(path: path)
+    let migrator = try Migrator(plan: NotesPlan.self)
+    let log = try pool.writeWithoutTransaction { db in try ChangeLog.open(db, migrator: migrator) }
+    let configuration = SyncEngine.Configuration(server: server, dataset: "notes", token: token)
+    return (pool, SyncEngine(pool: pool, log: log, transport: try HTTPClient(), configuration: configuration))
+}
+// syncing-pool:end
+
 // syncing-outcome:begin
 /// One sync, told as a line for the user.
 func syncAndDescribe(_ engine: SyncEngine) -> String {
@@ -130,6 +142,16 @@ private final class Device {
         let problems = try DocumentedCode.differences(
             markdown: "docs/syncing-and-version-skew.md", sources: ["Tests/SyncClientTests/GuideSyncingTests.swift"])
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test func aPooledEngineSyncsWhenAwaited() async throws {
+        let (pool, engine) = try makePooledEngine(
+            path: directory.path("pooled.sqlite"), server: server.baseURL, token: token)
+        try await pool.write { db in try db.execute("INSERT INTO notes (id, title) VALUES ('n', 'Milk')") }
+        #expect(try await engine.sync().pushed == 1)
+        let other = try Device(directory.path("other.sqlite"), server: server, token: token)
+        try await other.engine.sync()
+        #expect(try other.rows("SELECT title FROM notes") == ["Milk"])
     }
 
     @Test func anOlderMinorSyncsKeepsTheNewerColumnAndFillsItInAfterUpgrading() throws {

@@ -118,6 +118,12 @@ public final class DatabasePool: Sendable {
         try await offload { try self.read(body) }
     }
 
+    /// Runs `body` on the writer without a transaction, for the library's own steps, whose
+    /// results may be tied to the connection (the caller keeps them on its side).
+    package func withWriter<Output>(_ body: (Database) throws -> Output) throws -> Output {
+        try writer.withConnection(body)
+    }
+
     /// Runs `body` on the writer when no one is using it, without a transaction; nil when it is busy.
     func withIdleWriter<Output>(_ body: (Database) throws -> Output) rethrows -> Output? {
         try writer.withConnectionIfIdle(body)

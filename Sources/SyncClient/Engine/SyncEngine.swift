@@ -12,7 +12,9 @@ import SyncProtocol
 /// ``OfflineStoreSQLite/Database/withBackgroundCheckpoints(walBoundPages:_:)``); `sync()` joins it
 /// before it returns.
 ///
-/// Not `Sendable`: it uses the store's `Database`, on the caller's thread.
+/// An engine over one `Database` is not `Sendable`: it uses the connection on the caller's
+/// thread. An engine over a ``OfflineStoreSQLite/DatabasePool`` (``init(pool:log:transport:configuration:)``)
+/// takes the pool's writer for each step and offers an `async` sync; its syncs run one at a time.
 ///
 /// ```swift
 /// let db = try Database(path: path)
@@ -81,7 +83,9 @@ public final class SyncEngine {
         }
     }
 
-    let db: Database
+    /// The store's connection, or its pool, whose writer each step takes only for that step.
+    private let storage: EngineStorage
+    private let logHandler: (any LogHandler)?
     let log: ChangeLog
     let transport: any SyncTransport
     let requests: SyncRequests
@@ -97,9 +101,42 @@ public final class SyncEngine {
     public var afterApplyingChanges: ((Database) throws -> Void)?
     /// The version this sync's hello chose; push and pull bodies name it.
     private var protocolVersion = 1
+    /// Held by each sync: an engine's syncs run one at a time.
+    private let syncs = NSLock()
 
-    public init(db: Database, log: ChangeLog, transport: any SyncTransport, configuration: Configuration) {
-        self.db = db
+    public convenience init(
+        db: Database, log: ChangeLog, transport: any SyncTransport, configuration: Configuration
+    ) {
+        self.init(
+            storage: .connection(db), logHandler: db.configuration.logHandler, log: log, transport: transport,
+            configuration: configuration)
+    }
+
+    /// An engine over a pool: each step of a sync takes the pool's writer for that step only (a
+    /// page's apply, the cursor's save, a read of the queue), so the app writes through the same
+    /// pool while the engine waits for the network; ``sync(progress:)-async`` runs a sync off the
+    /// caller's task. `log` is the change log opened on the pool's writer.
+    ///
+    /// ```swift
+    /// let pool = try DatabasePool(path: path)
+    /// let log = try pool.writeWithoutTransaction { db in try ChangeLog.open(db, migrator: migrator) }
+    /// let engine = SyncEngine(pool: pool, log: log, transport: try HTTPClient(), configuration: configuration)
+    /// let report = try await engine.sync()
+    /// ```
+    public convenience init(
+        pool: DatabasePool, log: ChangeLog, transport: any SyncTransport, configuration: Configuration
+    ) {
+        self.init(
+            storage: .pool(pool), logHandler: pool.readerConfiguration.logHandler, log: log,
+            transport: transport, configuration: configuration)
+    }
+
+    private init(
+        storage: EngineStorage, logHandler: (any LogHandler)?, log: ChangeLog, transport: any SyncTransport,
+        configuration: Configuration
+    ) {
+        self.storage = storage
+        self.logHandler = logHandler
         self.log = log
         self.transport = transport
         self.configuration = configuration
@@ -115,13 +152,40 @@ public final class SyncEngine {
 
     /// The store's sync state for this endpoint (cursor, last sync, last error).
     public func state() throws(SyncError) -> SyncState {
-        try store { try log.syncState(db, endpoint: endpoint) }
+        try store { db in try log.syncState(db, endpoint: endpoint) }
     }
 
     /// One complete sync. On failure the error is also remembered in the sync state.
     @discardableResult
     public func sync(progress: ((SyncProgress) -> Void)? = nil) throws(SyncError) -> SyncReport {
         try sync(waitingForChanges: nil, progress: progress)
+    }
+
+    /// One complete sync, awaited. An engine over a pool runs it on a thread of its own: the
+    /// caller's task waits without holding a thread of Swift's concurrency pool, and the app keeps
+    /// writing through the pool meanwhile. An engine over one `Database` runs it on the calling
+    /// task's thread, as ``sync(progress:)-swift.method`` does, since that connection is its caller's.
+    ///
+    /// ```swift
+    /// let report = try await engine.sync()
+    /// ```
+    @discardableResult
+    public func sync(progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(SyncError) -> SyncReport {
+        guard case .pool = storage else { return try sync(waitingForChanges: nil, progress: progress) }
+        // Over a pool, the engine reaches the store only through the pool, which any thread may
+        // use, and its own state only inside a sync, and its syncs run one at a time (`syncs`).
+        nonisolated(unsafe) let engine = self
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<SyncReport, SyncError>, Never>) in
+            let work: @Sendable () -> Void = {
+                continuation.resume(
+                    returning: Result { () throws(SyncError) -> SyncReport in
+                        try engine.sync(waitingForChanges: nil, progress: progress)
+                    })
+            }
+            if !DetachedThread.start(named: "ostore-sync", work) { DispatchQueue.global().async(execute: work) }
+        }
+        return try result.get()
     }
 
     /// One complete sync whose pull, once this store is caught up, waits at the server until
@@ -138,6 +202,8 @@ public final class SyncEngine {
     public func sync(waitingForChanges wait: LiveWait?, progress: ((SyncProgress) -> Void)? = nil) throws(SyncError)
         -> SyncReport
     {
+        syncs.lock()
+        defer { syncs.unlock() }
         var state = try state()
         do {
             var report = SyncReport()
@@ -159,14 +225,14 @@ public final class SyncEngine {
             }
             if wait != nil && live == nil { report.liveWait = .notOffered }
             try pull(state: &state, limits: hello.limits, live: live, report: &report, progress: progress)
-            report.stashed = try store { try log.stashedCount(db) }
+            report.stashed = try store { db in try log.stashedCount(db) }
             state.lastSyncAt = Date()
             state.lastError = nil
-            try store { try log.save(state, db) }
+            try store { db in try log.save(state, db) }
             return report
         } catch {
             state.lastError = error.description
-            try? log.save(state, db)
+            try? store { db in try log.save(state, db) }
             throw error
         }
     }
@@ -202,12 +268,12 @@ public final class SyncEngine {
     {
         guard let stored = hello.acknowledgedThrough, stored < state.acknowledgedThrough else { return }
         let lost = state.acknowledgedThrough
-        report.requeued = try store { try log.requeuePushes(after: stored, endpoint: endpoint, db) }
+        report.requeued = try store { db in try log.requeuePushes(after: stored, endpoint: endpoint, db) }
         state.acknowledgedThrough = stored
         state.cursor = nil
         state.downloadReplacesRows = true
         report.redownloaded = true
-        try store {
+        try store { db in
             try db.transaction(.immediate) { db in
                 try log.forgetDownloadedRows(db)
                 try log.save(state, db)
@@ -241,7 +307,7 @@ public final class SyncEngine {
         var readAfter: Int64?
         do throws(SyncError) {
             while true {
-                var next = try store {
+                var next = try store { db in
                     try log.pendingChanges(db, after: readAfter, limit: batchSize) { $0 }
                 }
                 // Stamped while this machine's clock ran ahead: the server would refuse it, and
@@ -249,7 +315,7 @@ public final class SyncEngine {
                 // to the end of the queue (after the batches in flight), then read again.
                 let bound = log.clock.driftBound
                 if next.contains(where: { $0.clock > bound }) {
-                    let restamped = try store { try log.restampClocksAhead(db) }
+                    let restamped = try store { db in try log.restampClocksAhead(db) }
                     report.restamped += restamped
                     if restamped > 0 { continue }
                 }
@@ -353,7 +419,7 @@ public final class SyncEngine {
                 // The server's acknowledgement is kept with the queue's: a later hello that reports
                 // less tells that the server lost them (see recoverLostPushes).
                 state.acknowledgedThrough = max(state.acknowledgedThrough, ack.acknowledgedThrough)
-                try store {
+                try store { db in
                     try db.transaction(.immediate) { [state] db in
                         try log.markPushed(db, upTo: ack.acknowledgedThrough)
                         try log.save(state, db)
@@ -392,7 +458,7 @@ public final class SyncEngine {
     private func keepRefused(
         _ refused: Change, code: String, reason: String, report: inout SyncReport
     ) throws(SyncError) {
-        try store {
+        try store { db in
             try db.transaction(.immediate) { db in
                 try log.recordRefusedOutgoing(
                     RefusedOutgoingChangeRecord(
@@ -420,7 +486,7 @@ public final class SyncEngine {
         // on the one applying the page before, which holds the write lock. Each page is logged
         // (debug) when asked for and once it is ready or has failed, on the thread that read it:
         // whether it joins the transaction of the page applying then depends on that moment.
-        let handler = db.configuration.logHandler
+        let handler = logHandler
         let endpoint = endpoint
         let site = site
         func fetch(after cursor: String?, limit: Int, wait: Int?, replacing: Bool) -> Prefetch<PulledPage> {
@@ -467,11 +533,20 @@ public final class SyncEngine {
                     }
                 })
         }
-        // The pages' checkpoints are made on a thread of their own, which ends before this returns.
-        try db.withBackgroundCheckpoints { (checkpointer) throws(SyncError) in
+        switch storage {
+        case .connection(let db):
+            // The pages' checkpoints are made on a thread of their own, which ends before this returns.
+            try db.withBackgroundCheckpoints { (checkpointer) throws(SyncError) in
+                try applyPages(
+                    from: fetch, pageSize: pageSize, live: live, state: &state, report: &report, progress: progress,
+                    committed: { checkpointer?.walGrew() })
+            }
+        case .pool:
+            // The thread's settings live on the writer for the whole pull, which the app shares:
+            // the writer's own automatic checkpoints copy the WAL.
             try applyPages(
                 from: fetch, pageSize: pageSize, live: live, state: &state, report: &report, progress: progress,
-                committed: { checkpointer?.walGrew() })
+                committed: {})
         }
     }
 
@@ -549,7 +624,7 @@ public final class SyncEngine {
                 state.cursor = nil
                 state.downloadReplacesRows = true
                 report.redownloaded = true
-                try store {
+                try store { db in
                     try db.transaction(.immediate) { db in
                         try log.forgetDownloadedRows(db)
                         try log.save(state, db)
@@ -578,7 +653,7 @@ public final class SyncEngine {
             var pulled = changes?.count ?? 0
             do throws(SyncError) {
                 if changes?.isEmpty ?? true {
-                    try store { try log.save(applied, db) }
+                    try store { db in try log.save(applied, db) }
                 } else if let afterApplyingChanges, let changes {
                     // The app's step runs after each page, on what that page committed: one page
                     // per transaction. The cursor is saved after the step, so that a failing step
@@ -589,7 +664,7 @@ public final class SyncEngine {
                     // nothing more.
                     var ended = state
                     ended.downloadReplacesRows = false
-                    let outcome = try store {
+                    let outcome = try store { db in
                         try log.apply(changes, to: db) { db in
                             if changes.replacing?.isLast == true { try self.log.save(ended, db) }
                         }
@@ -597,15 +672,15 @@ public final class SyncEngine {
                     if page.hasMore { committed() }
                     report.refusedIncoming += outcome.refused.count
                     report.removed += outcome.removed
-                    try store { try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
-                    try store { try log.save(applied, db) }
+                    try store { db in try db.transaction(.immediate) { db in try afterApplyingChanges(db) } }
+                    try store { db in try log.save(applied, db) }
                 } else {
                     // Held by the transaction's first batch alone: not kept while later pages apply.
                     var first = changes
                     changes = nil
                     let started = ContinuousClock.now
                     // Each page's cursor is saved with its changes; nil: the pages were rolled back.
-                    let outcome = try store { () -> ApplyOutcome? in
+                    let outcome = try store { db -> ApplyOutcome? in
                         do {
                             return try log.apply(
                                 preparedBatches: { () -> PreparedChanges? in
@@ -661,7 +736,9 @@ public final class SyncEngine {
                 if last.hasMore { next.abandon() }
                 // What committed may be ahead of `state` (the stash's retry after the pages'
                 // commit failed): the cursor is the store's, which sync() saves with the error.
-                if !db.isInsideTransaction, let stored = try? log.syncState(db, endpoint: endpoint) {
+                if let stored = try? store({ db in
+                    db.isInsideTransaction ? nil : try log.syncState(db, endpoint: endpoint)
+                }) ?? nil {
                     state.cursor = stored.cursor
                     state.downloadReplacesRows = stored.downloadReplacesRows
                 }
@@ -679,7 +756,7 @@ public final class SyncEngine {
 
     /// A message through the store's ``LogHandler``, when the app set one that wants its level.
     private func logMessage(_ level: LogLevel, _ message: String, _ metadata: [String: String]) {
-        Self.log(to: db.configuration.logHandler, endpoint: endpoint, level, message, metadata)
+        Self.log(to: logHandler, endpoint: endpoint, level, message, metadata)
     }
 
     /// A message through `handler`, from any thread (the requests' own ones included).
@@ -691,13 +768,24 @@ public final class SyncEngine {
         handler.log(level: level, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
     }
 
-    private func store<Output>(_ body: () throws -> Output) throws(SyncError) -> Output {
+    /// Runs `body` on the store's connection (the pool's writer, taken for this call), its
+    /// errors as the store's.
+    private func store<Output>(_ body: (Database) throws -> Output) throws(SyncError) -> Output {
         do {
-            return try body()
+            switch storage {
+            case .connection(let db): return try body(db)
+            case .pool(let pool): return try pool.withWriter(body)
+            }
         } catch let error as SyncError {
             throw error
         } catch {
             throw SyncError(.store, "the local store failed: \(error)")
         }
     }
+}
+
+/// Where an engine reads and writes the store.
+private enum EngineStorage {
+    case connection(Database)
+    case pool(DatabasePool)
 }
