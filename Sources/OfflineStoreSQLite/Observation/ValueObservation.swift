@@ -119,14 +119,18 @@ final class QueryObserver<Value: Sendable & Equatable>: PoolObserver, @unchecked
     }
 
     func start() {
+        // Told of commits before the first run reads: a commit between the two would be missed.
         lock.withLock { isQueued = true }
-        queue.async { self.run() }
-        guard let pool else { return }
-        do {
-            try pool.observers.add(self, pool: pool)
-        } catch {
-            fail(error)
+        if let pool {
+            do {
+                try pool.observers.add(self, pool: pool)
+            } catch {
+                lock.withLock { isQueued = false }
+                fail(error)
+                return
+            }
         }
+        queue.async { self.run() }
     }
 
     func cancel() {
