@@ -11,6 +11,7 @@ protocol ForwardingStorage: SyncStorage {
 extension ForwardingStorage {
     func createDataset(named name: String) throws(ServerError) { try inner.createDataset(named: name) }
     func datasets() throws(ServerError) -> [DatasetSummary] { try inner.datasets() }
+    func datasetStats(_ dataset: String) throws(ServerError) -> DatasetStats { try inner.datasetStats(dataset) }
     func createToken(dataset: String, readOnly: Bool, identity: TokenIdentity) throws(ServerError) -> CreatedToken {
         try inner.createToken(dataset: dataset, readOnly: readOnly, identity: identity)
     }

@@ -18,6 +18,8 @@ public protocol SyncStorage: Sendable {
 
     func createDataset(named name: String) throws(ServerError)
     func datasets() throws(ServerError) -> [DatasetSummary]
+    /// What `dataset`'s log and state hold (``DatasetStats``); `notFound` for a dataset that is not there.
+    func datasetStats(_ dataset: String) throws(ServerError) -> DatasetStats
     /// Lets `dataset`'s schema move up to major version `major` (0 to 999,999,999): a hello
     /// announcing a higher major is refused with `409 major_not_allowed` and moves nothing. Without
     /// an allowance a dataset takes its first hello's major and then stays at it; one at or below

@@ -50,8 +50,8 @@ enum ServerStateSchemaV1: VersionedSchema {
 /// Version 1.1 adds the scope index of datasets with rules (``ScopeIndex``), kept by the fold
 /// beside the rows, with its history: each link and grant holds the scope position it was made at
 /// and the one it was removed at (NULL while it stands), so that what a subject could read at any
-/// position a cursor names can be read back. A position is twice a log serial (the state after
-/// that serial's change), or twice plus one (the same state, relinked under rules set after it).
+/// position a cursor names can be read back (``ScopePosition``: a log serial times 2¹⁶ for the state
+/// after that serial's change, plus one for each rules change set after it).
 enum ServerStateSchemaV1_1: VersionedSchema {
     static let versionIdentifier: Schema.Version = "1.1.0"
     static let models: [any Model.Type] =
