@@ -17,6 +17,11 @@ struct ScannedArguments {
 
     /// Whether the user asked for help: `-h` or `--help` before any `--`, wherever it is, so
     /// help works even on an otherwise broken command line.
+    /// `--version` anywhere before `--`.
+    static func asksForVersion(_ arguments: [String]) -> Bool {
+        arguments.prefix(while: { $0 != "--" }).contains("--version")
+    }
+
     static func asksForHelp(_ arguments: [String]) -> Bool {
         for argument in arguments {
             if argument == "--" { return false }

@@ -52,6 +52,7 @@ enum Usage {
           --db PATH                   the database file (created if missing)
           --schema VERSION            the app release to act as: 1.0, 1.1, 2.0 or 2.1
           -h, --help                  print this help
+          --version                   print the release, its sync protocol versions and schema releases
 
         Options may come before or after the command; `--` ends them, for a TITLE or NAME that
         starts with "-". Errors go to stderr. While a slow upgrade runs, a progress line is shown

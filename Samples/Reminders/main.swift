@@ -54,6 +54,12 @@ func run(_ arguments: [String]) -> Int32 {
         print(Usage.text)
         return ExitStatus.success
     }
+    if ScannedArguments.asksForVersion(arguments) {
+        print(
+            OfflineStoreRelease.versionLine(tool: "reminders")
+                + ", schema releases \(AppRelease.versions.map(AppRelease.shortForm).joined(separator: ", "))")
+        return ExitStatus.success
+    }
     do {
         let options = try CommandLineOptions(parsing: arguments)
         let store = try ReminderStore.open(path: options.databasePath, release: options.release)

@@ -1,8 +1,8 @@
 /// One subcommand of a command-line tool (`ostore status`, `ostore-server serve`).
 ///
 /// To add one: write a type conforming to `Command` in its own file and list it in the tool's
-/// `commands` in its main.swift; ``CommandLineTool/run(tool:commands:arguments:)`` handles `--help`,
-/// option parsing and usage errors for every command.
+/// `commands` in its main.swift; ``CommandLineTool/run(tool:version:commands:arguments:)`` handles
+/// `--help`, `--version`, option parsing and usage errors for every command.
 package protocol Command {
     /// The subcommand as typed: `lint`.
     static var name: String { get }

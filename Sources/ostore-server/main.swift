@@ -1,5 +1,6 @@
 import CommandLineTool
 import Foundation
+import SyncProtocol
 
 // ostore-server COMMAND [options]: the reference sync server. Each command is a `Command` in its own file.
 
@@ -9,5 +10,7 @@ let commands: [any Command.Type] = [
 ]
 
 exit(
-    CommandLineTool.run(tool: "ostore-server", commands: commands, arguments: Array(CommandLine.arguments.dropFirst()))
-        .rawValue)
+    CommandLineTool.run(
+        tool: "ostore-server", version: OfflineStoreRelease.versionLine(tool: "ostore-server"), commands: commands,
+        arguments: Array(CommandLine.arguments.dropFirst())
+    ).rawValue)

@@ -1,5 +1,6 @@
 import CommandLineTool
 import Foundation
+import OfflineStore
 
 // ostore COMMAND [options]: the OfflineStore command-line tool. Each command is a `Command` in its own file.
 
@@ -8,4 +9,8 @@ let commands: [any Command.Type] = [
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-exit(CommandLineTool.run(tool: "ostore", commands: commands, arguments: arguments).rawValue)
+exit(
+    CommandLineTool.run(
+        tool: "ostore", version: OfflineStoreRelease.versionLine(tool: "ostore"), commands: commands,
+        arguments: arguments
+    ).rawValue)

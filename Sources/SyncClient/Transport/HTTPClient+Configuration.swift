@@ -1,4 +1,5 @@
 import Foundation
+import SyncProtocol
 
 extension HTTPClient {
     /// How an `HTTPClient` connects, waits, compresses and verifies.
@@ -85,7 +86,7 @@ extension HTTPClient {
     }
 
     /// The release of OfflineStore this build belongs to, as sent in `User-Agent`.
-    public static let version = "0.1.0"
+    public static let version = OfflineStoreRelease.version
 
     /// `OfflineStore/<version>`.
     public static let defaultUserAgent = "OfflineStore/\(version)"
