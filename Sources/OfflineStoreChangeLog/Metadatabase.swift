@@ -57,6 +57,20 @@ package enum Metadatabase {
         return try StoreIdentity.reconcile(db)
     }
 
+    /// Attaches the metadatabase of `db`'s file read-only under ``schemaName`` unless it is attached
+    /// already: a pool's reader reads the change log's queue this way. Outside a transaction
+    /// (SQLite refuses ATTACH inside one); the file must exist (the writer made it).
+    ///
+    /// ```swift
+    /// try Metadatabase.attachReadOnly(to: reader)
+    /// ```
+    package static func attachReadOnly(to db: Database) throws {
+        let attached = try db.fetchAll(String.self, "SELECT name FROM pragma_database_list")
+        guard !attached.contains(schemaName) else { return }
+        let uri = ChangeLogReader.readOnlyURI(path(forDatabaseAt: db.path))
+        try db.execute("ATTACH DATABASE \(uri) AS \(identifier: schemaName)")
+    }
+
     /// The least page cache the metadatabase gets, in KiB: 16 MiB.
     static let minimumCacheKiB = 16_384
 

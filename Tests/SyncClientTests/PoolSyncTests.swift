@@ -27,7 +27,8 @@ struct PoolSyncTests {
 
     /// A store over a pool, its change log opened on the pool's writer.
     func pooledStore(_ name: String, server url: URL? = nil) throws -> (DatabasePool, SyncEngine) {
-        let pool = try DatabasePool(path: directory.path("\(name).sqlite"))
+        // One reader: the one the engine reads the queue on.
+        let pool = try DatabasePool(path: directory.path("\(name).sqlite"), maximumReaderCount: 1)
         let migrator = try Migrator(plan: RemindersMigrationPlan.self)
         let log = try pool.writeWithoutTransaction { db in try ChangeLog.open(db, migrator: migrator) }
         let engine = SyncEngine(
@@ -47,7 +48,15 @@ struct PoolSyncTests {
         try bob.db.execute("INSERT INTO reminders (id, title, listID) VALUES ('r', 'Milk', 'L')")
         _ = try await bob.engine.sync()
         let pulled = try await engine.sync()
-        #expect(pulled.pulled == 1)
+        #expect(pulled.pulled == 1 && pulled.pushed == 0)
+        // The queue was read on the reader, which has the metadatabase attached, read-only.
+        let attached = try await pool.read { db in
+            try db.fetchAll(String.self, "SELECT name FROM pragma_database_list WHERE name = 'ostore_meta'")
+        }
+        #expect(attached == ["ostore_meta"])
+        await #expect(throws: DatabaseError.self) {
+            try await pool.read { db in try db.execute("DELETE FROM ostore_meta.ostore_changes") }
+        }
         #expect(try await pool.read { db in try db.fetchAll(String.self, "SELECT title FROM reminders") } == ["Milk"])
         #expect(try await pool.read { db in try db.fetchValue(Int.self, "SELECT count(*) FROM reminders") } == 1)
         withExtendedLifetime(server) {}

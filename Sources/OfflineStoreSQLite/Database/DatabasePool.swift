@@ -124,6 +124,12 @@ public final class DatabasePool: Sendable {
         try writer.withConnection(body)
     }
 
+    /// Runs `body` on a reader without a transaction (it opens its own), for the library's own
+    /// reads, whose results may be tied to the connection.
+    package func withReader<Output>(_ body: (Database) throws -> Output) throws -> Output {
+        try readers.withConnection(body)
+    }
+
     /// Runs `body` on the writer when no one is using it, without a transaction; nil when it is busy.
     func withIdleWriter<Output>(_ body: (Database) throws -> Output) rethrows -> Output? {
         try writer.withConnectionIfIdle(body)

@@ -112,10 +112,11 @@ public final class SyncEngine {
             configuration: configuration)
     }
 
-    /// An engine over a pool: each step of a sync takes the pool's writer for that step only (a
-    /// page's apply, the cursor's save, a read of the queue), so the app writes through the same
-    /// pool while the engine waits for the network; ``sync(progress:)-async`` runs a sync off the
-    /// caller's task. `log` is the change log opened on the pool's writer.
+    /// An engine over a pool: each step of a sync that writes takes the pool's writer for that step
+    /// only (a page's apply, the cursor's save), and the queue is read on a reader, so the app
+    /// writes through the same pool while the engine waits for the network; the `async`
+    /// ``sync(progress:)`` runs a sync off the caller's task. `log` is the change log opened on the
+    /// pool's writer.
     ///
     /// ```swift
     /// let pool = try DatabasePool(path: path)
@@ -307,7 +308,7 @@ public final class SyncEngine {
         var readAfter: Int64?
         do throws(SyncError) {
             while true {
-                var next = try store { db in
+                var next = try readQueue { db in
                     try log.pendingChanges(db, after: readAfter, limit: batchSize) { $0 }
                 }
                 // Stamped while this machine's clock ran ahead: the server would refuse it, and
@@ -766,6 +767,25 @@ public final class SyncEngine {
     ) {
         guard let handler, handler.minimumLevel <= level else { return }
         handler.log(level: level, message, metadata: metadata.merging(["endpoint": endpoint]) { old, _ in old })
+    }
+
+    /// Runs `body`, a read of the change log's queue, in a read transaction of its own: over a pool
+    /// on one of its readers, with the metadatabase attached read-only there if it is not yet, so
+    /// that the app's writes do not wait for it. A reader's snapshot starts after the writer's last
+    /// commit of this sync (the acknowledgement marked before it), so it never reads a batch the
+    /// server acknowledged as still queued.
+    private func readQueue<Output>(_ body: (Database) throws -> Output) throws(SyncError) -> Output {
+        guard case .pool(let pool) = storage else { return try store(body) }
+        do {
+            return try pool.withReader { db in
+                try Metadatabase.attachReadOnly(to: db)
+                return try db.transaction(.deferred) { db in try body(db) }
+            }
+        } catch let error as SyncError {
+            throw error
+        } catch {
+            throw SyncError(.store, "the local store failed: \(error)")
+        }
     }
 
     /// Runs `body` on the store's connection (the pool's writer, taken for this call), its
