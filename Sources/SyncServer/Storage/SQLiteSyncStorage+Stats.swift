@@ -1,4 +1,4 @@
-import OfflineStore
+import OfflineStoreSQLite
 import SyncProtocol
 
 extension SQLiteSyncStorage {
