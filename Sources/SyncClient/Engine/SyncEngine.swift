@@ -14,7 +14,9 @@ import SyncProtocol
 ///
 /// An engine over one `Database` is not `Sendable`: it uses the connection on the caller's
 /// thread. An engine over a ``OfflineStoreSQLite/DatabasePool`` (``init(pool:log:transport:configuration:)``)
-/// takes the pool's writer for each step and offers an `async` sync; its syncs run one at a time.
+/// takes the pool's writer for each step that writes, reads the queue on a reader, and offers an
+/// `async` sync. An engine's syncs run one at a time (a sync started from a callback of another
+/// waits for it forever: start it after that sync returns).
 ///
 /// ```swift
 /// let db = try Database(path: path)
