@@ -4,8 +4,9 @@ import OfflineStore
 
 /// The change log's costs on `rows` todos: inserts, one-column updates and deletes with tracking
 /// on, against the same statements untracked in C (and untracked through our own Database layer,
-/// for context); the metadatabase's size beside the data after the inserts; and the time and peak
-/// memory of reading a queue of `pendingRows` changes.
+/// for context); the metadatabase's size beside the data after the inserts; the time and peak
+/// memory of reading a queue of `pendingRows` changes; and the metadatabase of a device after
+/// 1,000,000 acknowledged updates against after 1,000.
 struct ChangeLogWorkloads {
     let options: BenchmarkOptions
     let rows: Int
@@ -138,7 +139,54 @@ struct ChangeLogWorkloads {
         if [readNames.read, readNames.memory, readNames.count].contains(where: options.includes) {
             results += try readPending(readNames, setting)
         }
+        let churnName = "metadatabase after 1,000,000 acknowledged updates"
+        if options.includes(churnName) { results.append(try acknowledgedChurn(churnName, setting)) }
         return results
+    }
+
+    /// How many rows the acknowledged churn updates, and how many updates it makes of them.
+    static let churnRows = 1_000
+    static let churnUpdates = 1_000_000
+
+    /// A device whose 1,000 rows are updated over and over, each 1,000 updates folded and
+    /// acknowledged as a sync acknowledges them: its metadatabase after 1,000,000 updates against
+    /// after the first 1,000 (target ≤ 1.0x: the keyed log keeps one entry per row and column, and
+    /// the journal's pages, free after each fold, are used again). Each size is the file's once
+    /// the connection closed (its WAL copied in).
+    private func acknowledgedChurn(_ name: String, _ setting: Setting) throws -> ChangeLogResult {
+        let path = setting.stores.path("churn.sqlite")
+        let rows = min(Self.churnRows, setting.ids.count)
+        var updates = 0
+        func updateAndAcknowledge(until total: Int) throws {
+            let db = try Database(path: path)
+            let log = try ChangeLog.open(db, migrator: setting.migrator)
+            let update = try db.cachedStatement("UPDATE todos SET updatedAt = ? WHERE id = ?")
+            while updates < total {
+                try db.transaction(.immediate) { db in
+                    for index in 0..<rows {
+                        try update.execute(1.8e9 + Double(updates + index), setting.ids[index])
+                    }
+                }
+                updates += rows
+                _ = try log.foldJournal(db)
+                let newest = try db.fetchValue(Int64.self, "SELECT max(seq) FROM ostore_meta.ostore_changes") ?? 0
+                try log.markPushed(db, upTo: newest)
+            }
+            try db.close()
+        }
+        do {
+            let db = try Database(path: path)
+            _ = try ChangeLog.open(db, migrator: setting.migrator)
+            try db.transaction(.immediate) { db in try insertTodos(db, setting, count: rows) }
+            try db.close()
+        }
+        try updateAndAcknowledge(until: rows)
+        let afterThousand = try setting.stores.size(of: Metadatabase.path(forDatabaseAt: path))
+        try updateAndAcknowledge(until: Self.churnUpdates)
+        let afterMillion = try setting.stores.size(of: Metadatabase.path(forDatabaseAt: path))
+        return ChangeLogResult(
+            workload: name, rows: rows, ours: .bytes(afterMillion), baselineName: "after the first 1,000",
+            baseline: .bytes(afterThousand), target: "≤ 1.0x", met: afterMillion <= afterThousand)
     }
 
     /// The prepared insert both sides run: row `i` is (ids[i], titles[i], i % 2, 1.7e9 + i), for
