@@ -225,22 +225,64 @@ struct ScopedSyncTests {
     func randomSyncsUnderMovingScopesLeaveEachDeviceWithItsUsersPart(_ backend: StorageBackend, seed: UInt64)
         throws
     {
+        try Self.syncRandomlyUnderMovingScopes(backend, seed: seed, throughFaults: false)
+    }
+
+    /// The same through a network that resets, truncates, stalls and replays requests (a sync
+    /// that fails is tried again later): the faults change nothing of what each device ends with.
+    @Test(arguments: StorageBackend.allCases, 0..<2)
+    func randomSyncsUnderMovingScopesThroughFaultsLeaveEachDeviceWithItsUsersPart(
+        _ backend: StorageBackend, seed: UInt64
+    ) throws {
+        try Self.syncRandomlyUnderMovingScopes(backend, seed: seed, throughFaults: true)
+    }
+
+    static func syncRandomlyUnderMovingScopes(_ backend: StorageBackend, seed: UInt64, throughFaults: Bool) throws {
         let directory = try TemporaryDirectory()
         let server = try LiveServer(dataDirectory: directory.url.appendingPathComponent("data"), backend: backend)
         let admin = try Self.admin(of: server)
         try admin.createDataset(named: "family")
         let users = ["alice", "bob", "carol"]
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        func breakTheNetwork() {
+            guard throughFaults else { return }
+            let faults = Locked(SeededGenerator(seed: seed ^ 0x5eed))
+            proxy.plan = { _ in
+                faults.withLock { random in
+                    // One request in five; a stall costs the client's low-speed timeout, so rarer.
+                    switch random.next() % 40 {
+                    case 0, 1: .resetBeforeForwarding
+                    case 2, 3: .resetAfterForwarding
+                    case 4, 5: .truncate
+                    case 6, 7: .replay
+                    case 8: .stall
+                    default: .pass
+                    }
+                }
+            }
+        }
+        let transport = HTTPClient.Configuration(connectTimeout: .seconds(2), lowSpeedTime: .seconds(1))
         func device(_ name: String, subject: String?) throws -> SyncPeer {
             let token = try admin.createToken(
                 dataset: "family", readOnly: false, identity: TokenIdentity(subject: subject))
             return try SyncPeer(
-                name: name, path: directory.path("\(name).sqlite"), server: server.baseURL, dataset: "family",
-                token: token.secret, pageSize: 7)
+                name: name, path: directory.path("\(name).sqlite"), server: proxy.baseURL, dataset: "family",
+                token: token.secret, transport: transport, pageSize: 7)
+        }
+        /// A sync that may fail at a fault; the next one goes on from what this one stored.
+        func sync(_ peer: SyncPeer) throws {
+            if throughFaults {
+                _ = try? peer.engine.sync()
+            } else {
+                _ = try peer.engine.sync()
+            }
         }
         let operatorDevice = try device("operator", subject: nil)
         let devices = try users.map { try device($0, subject: $0) }
         _ = try operatorDevice.engine.sync()
         try admin.setScopeRules(Self.sharedListRules, dataset: "family")
+        breakTheNetwork()
         var everyoneReadsNow = false
         var random = SeededGenerator(seed: seed)
         func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int(random.next() % UInt64(items.count))] }
@@ -301,17 +343,19 @@ struct ScopedSyncTests {
                 try admin.setScopeRules(
                     everyoneReadsNow ? Self.everyoneReadsSharedLists : Self.sharedListRules, dataset: "family")
             }
-            if random.next() % 3 == 0 { _ = try operatorDevice.engine.sync() }
-            if random.next() % 3 == 0, let peer = pick(devices) { _ = try peer.engine.sync() }
+            if random.next() % 3 == 0 { try sync(operatorDevice) }
+            if random.next() % 3 == 0, let peer = pick(devices) { try sync(peer) }
         }
         // The end is under the scoped rules, where who holds what depends on owners and members.
         if everyoneReadsNow {
             everyoneReadsNow = false
             try admin.setScopeRules(Self.sharedListRules, dataset: "family")
         }
+        if throughFaults { #expect(proxy.requestCount > proxy.counts[.pass] ?? 0, "no request met a fault") }
+        proxy.plan = { _ in .pass }
         for _ in 0..<2 {
-            _ = try operatorDevice.engine.sync()
-            for peer in devices { _ = try peer.engine.sync() }
+            _ = try operatorDevice.patientEngine.sync()
+            for peer in devices { _ = try peer.patientEngine.sync() }
         }
         let allLists = try Self.rows(operatorDevice.db, "SELECT id, name FROM remindersLists")
         let allReminders = try Self.rows(operatorDevice.db, "SELECT id, listID, title FROM reminders")
