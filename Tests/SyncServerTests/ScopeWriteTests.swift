@@ -1,4 +1,5 @@
 import Foundation
+import OfflineStore
 import SyncProtocol
 import TestSupport
 import Testing
@@ -158,5 +159,34 @@ struct ScopeWriteTests {
             batch, identity: ScopeIdentity(subject: "alice"), dataset: "family")
         // The list she gives away is refused, so it is still hers for the reminder after it.
         #expect(refusals.keys.sorted() == [2])
+    }
+}
+
+extension ScopeWriteTests {
+    /// The fold fails (another program took the scope index's table away) after Alice's list was
+    /// handed to Carol: Alice's edit of it is not decided on the state that still says it is
+    /// hers. The push is refused as unavailable, and checked again once the state has caught up.
+    @Test func aPushIsNotCheckedOnAStateBehindTheLog() throws {
+        let directory = try TemporaryDirectory()
+        let storage = try Self.storage(directory, .sqlite)
+        let sqlite = try #require(storage as? SQLiteSyncStorage)
+        let outsider = try Database(path: sqlite.state.path)
+        try outsider.execute(sql: "ALTER TABLE state_scope_links RENAME TO state_scope_links_away")
+        let handOver = Self.change("lists", .update, ["id": .text("l1")], ["ownerID": .text("carol")], seq: 6)
+        _ = try storage.storeBatch(
+            [handOver], site: Self.operatorSite, clientSchema: SchemaVersion(1, 0), dataset: "family")
+        let edit = Self.change("lists", .update, ["id": .text("l1")], ["name": .text("Mine")], seq: 7)
+        do {
+            _ = try Self.refusal(edit, by: "alice", storage)
+            Issue.record("the push was decided on a state behind the log")
+        } catch let error as ServerError {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("behind its log"))
+        }
+        try outsider.execute(sql: "ALTER TABLE state_scope_links_away RENAME TO state_scope_links")
+        #expect(
+            eventually(timeout: .seconds(10)) {
+                (try? Self.refusal(edit, by: "alice", storage)) == "the row is outside the writer's write scope"
+            })
     }
 }

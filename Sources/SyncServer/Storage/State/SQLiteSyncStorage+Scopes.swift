@@ -89,6 +89,18 @@ extension SQLiteSyncStorage: ScopedStorage {
             let (datasetID, last, rulesVersion) = try scopedDataset(dataset)
             try catchUp(datasetID: datasetID, through: last, rulesVersion: rulesVersion)
             return try state.pool.read { db in
+                // A state behind the log (its fold fails, or lags past the wait) may let a writer
+                // keep a scope the newest changes took away: nothing is decided on it.
+                let folded =
+                    try db.fetchValue(
+                        Int64.self, "SELECT foldedSerial FROM state_datasets WHERE datasetID = \(datasetID)") ?? 0
+                guard folded >= last else {
+                    throw ServerError(
+                        .unavailable,
+                        "the server's state is behind its log (through change \(folded) of \(last)), so the push "
+                            + "cannot be checked against the dataset's rules; nothing of it was stored",
+                        fix: "retry shortly; an operator sees why the state falls behind in the server's log")
+                }
                 let index = StateScopeIndexReader(db, datasetID: datasetID)
                 guard let rules = try index.rules(at: try index.end()) else { return [:] }
                 var check = try ScopeWriteCheck(
