@@ -5,6 +5,7 @@
 /// print(OfflineStoreRelease.versionLine(tool: "ostore-server"))  // ostore-server 0.1.0 (sync protocol 1, 2, 3)
 /// ```
 public enum OfflineStoreRelease {
+    /// The release, as `MAJOR.MINOR.PATCH`.
     public static let version = "0.1.0"
 
     /// One line naming `tool`, this release and the protocol versions it speaks

@@ -15,11 +15,14 @@ public struct DatabaseRegion: Sendable, Hashable, CustomStringConvertible {
     /// Every table.
     public static let everything = DatabaseRegion(allTables: ())
 
+    /// The region of these tables, named in any case.
     public init(tables: Set<String>) { self.tables = Set(tables.map { $0.lowercased() }) }
 
     private init(allTables: ()) { tables = nil }
 
+    /// Whether the region holds no table.
     public var isEmpty: Bool { tables?.isEmpty ?? false }
+    /// Whether the region is every table.
     public var isEverything: Bool { tables == nil }
 
     /// Whether a change of `other` may change what this region holds.
@@ -28,6 +31,7 @@ public struct DatabaseRegion: Sendable, Hashable, CustomStringConvertible {
         return !tables.isDisjoint(with: others)
     }
 
+    /// Adds `other`'s tables (every table when either is).
     public mutating func formUnion(_ other: DatabaseRegion) {
         guard let tables, let others = other.tables else {
             self.tables = nil
@@ -39,6 +43,7 @@ public struct DatabaseRegion: Sendable, Hashable, CustomStringConvertible {
     /// Adds one table, named as SQLite reports it.
     mutating func insert(table: String) { tables?.insert(table.lowercased()) }
 
+    /// The tables, sorted, or "every table" / "no table".
     public var description: String {
         guard let tables else { return "every table" }
         return tables.isEmpty ? "no table" : tables.sorted().joined(separator: ", ")

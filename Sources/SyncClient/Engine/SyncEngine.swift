@@ -106,6 +106,7 @@ public final class SyncEngine {
     /// Held by each sync: an engine's syncs run one at a time.
     private let syncs = NSLock()
 
+    /// An engine over one connection, which it uses on the thread calling ``sync(progress:)``.
     public convenience init(
         db: Database, log: ChangeLog, transport: any SyncTransport, configuration: Configuration
     ) {

@@ -10,6 +10,7 @@ import SyncProtocol
 /// print(stats.logEntries, stats.liveRows, stats.tombstones)
 /// ```
 public struct DatasetStats: Sendable, Hashable, Codable {
+    /// The dataset's name.
     public var dataset: String
     /// The changes the log holds, and the bytes of their bodies (the canonical JSON pulls send).
     public var logEntries: Int64
@@ -21,6 +22,7 @@ public struct DatasetStats: Sendable, Hashable, Codable {
     /// The first serial the log still holds every change from; nil while it holds every change
     /// since the dataset was made (no retention).
     public var horizonSerial: Int64?
+    /// The state's rows whose newest version is not a delete, and those whose newest is.
     public var liveRows: Int64
     public var tombstones: Int64
 
