@@ -7,5 +7,5 @@
 @_exported import OfflineStoreSQLite
 
 @_exported import struct SyncProtocol.ChangeClock
-@_exported import struct SyncProtocol.SchemaVersion
 @_exported import enum SyncProtocol.OfflineStoreRelease
+@_exported import struct SyncProtocol.SchemaVersion

@@ -84,16 +84,16 @@ extension ChangeLog {
         if recording.observedKeys == nil { recording.observedKeys = [] }
         if recording.keyCommitListener == nil {
             recording.keyCommitListener = db.addCommitListener(
-                didRollBack: { if recording.observedKeys != nil { recording.observedKeys = [] } }
-            ) { _ in
-                let keys = recording.observedKeys ?? []
-                if recording.observedKeys != nil { recording.observedKeys = [] }
-                guard !keys.isEmpty else { return true }
-                for (id, observer) in recording.keyObservers where !observer(keys) {
-                    recording.keyObservers[id] = nil
-                }
-                return true
-            }
+                didRollBack: { if recording.observedKeys != nil { recording.observedKeys = [] } },
+                didCommit: { _ in
+                    let keys = recording.observedKeys ?? []
+                    if recording.observedKeys != nil { recording.observedKeys = [] }
+                    guard !keys.isEmpty else { return true }
+                    for (id, observer) in recording.keyObservers where !observer(keys) {
+                        recording.keyObservers[id] = nil
+                    }
+                    return true
+                })
         }
         return id
     }

@@ -15,7 +15,7 @@ extension Database {
     ///
     /// See <https://www.sqlite.org/c3ref/set_authorizer.html>.
     package func addCommitListener(
-        didRollBack: (() -> Void)? = nil, _ didCommit: @escaping (DatabaseRegion) -> Bool
+        didRollBack: (() -> Void)? = nil, didCommit: @escaping (DatabaseRegion) -> Bool
     ) -> Int {
         trackedTransactions().addListener(TransactionListener(didCommit: didCommit, didRollBack: didRollBack))
     }

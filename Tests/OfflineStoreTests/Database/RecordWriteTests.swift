@@ -78,7 +78,8 @@ struct RecordWriteTests {
         }
         let told = Locked<[[String]]>([])
         let cancellable = ValueObservation { db in try Player.fetchAll(db) }
-            .start(in: pool, onError: { _ in }) { players in told.withLock { $0.append(players.map(\.name)) } }
+            .start(
+                in: pool, onError: { _ in }, onChange: { players in told.withLock { $0.append(players.map(\.name)) } })
         #expect(eventually { told.value == [[]] })
         try pool.write { db in try Player(id: 1, name: "Arthur", score: 100).insert(db) }
         try pool.write { db in try Player(id: 2, name: "Barbara", score: 1000).insert(db) }

@@ -40,9 +40,9 @@ struct ValueObservationTests {
             told.runs.withLock { $0 += 1 }
             return try fetch(db)
         }
-        .start(in: pool, onError: { error in told.error.value = error }) { value in
-            told.values.withLock { $0.append(value) }
-        }
+        .start(
+            in: pool, onError: { error in told.error.value = error },
+            onChange: { value in told.values.withLock { $0.append(value) } })
         return (told, cancellable)
     }
 
