@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import OfflineStore
+import TestSupport
 import Testing
 
 /// DatabasePool: one writer, concurrent WAL readers. Run under TSan with
@@ -16,6 +17,45 @@ import Testing
 
     static func count(_ db: Database) throws -> Int {
         try db.fetchValue(Int.self, "SELECT count(*) FROM items") ?? -1
+    }
+
+    /// Observations of a pool while writers on several threads and another connection commit and
+    /// observations are started and cancelled meanwhile: those still running end at the last count.
+    @Test func observationsFollowWritersOnSeveralThreadsWhileOthersAreCancelled() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try Self.makePool(directory)
+        let counts = (0..<3).map { _ in Locked<[Int]>([]) }
+        var cancellables = counts.map { told in
+            ValueObservation { db in try Self.count(db) }.start(
+                in: pool, onError: { _ in }, onChange: { count in told.withLock { $0.append(count) } })
+        }
+        let group = DispatchGroup()
+        for batch in 1...4 {
+            DispatchQueue.global().async(group: group) {
+                for _ in 0..<25 {
+                    try? pool.write { db in try db.execute("INSERT INTO items (batch) VALUES (\(batch))") }
+                }
+            }
+        }
+        DispatchQueue.global().async(group: group) {
+            guard let other = try? Database(path: pool.path) else { return }
+            for _ in 0..<25 { try? other.execute("INSERT INTO items (batch) VALUES (\(5))") }
+        }
+        // Started and stopped while the writers run.
+        for _ in 0..<5 {
+            let passing = ValueObservation { db in try Self.count(db) }.start(
+                in: pool, onError: { _ in }, onChange: { _ in })
+            usleep(2_000)
+            passing.cancel()
+        }
+        cancellables.removeLast().cancel()
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        for told in counts.dropLast() {
+            #expect(eventually(timeout: .seconds(10)) { told.value.last == 125 })
+            // Each count told once, in the order the commits made them.
+            #expect(told.value == told.value.sorted() && Set(told.value).count == told.value.count)
+        }
+        withExtendedLifetime(cancellables) {}
     }
 
     @Test func readersSeeTheLastCommitWhileAWriteIsInProgress() throws {
