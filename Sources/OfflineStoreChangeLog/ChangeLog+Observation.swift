@@ -25,8 +25,8 @@ extension ChangeLog {
     /// ```
     public func observeCommits(on db: Database, _ handler: @escaping @Sendable ([CommittedChange]) -> Void) {
         let recording = db.changeRecording
-        if let replaced = recording.replacedKeyObserver { recording.keyObservers[replaced] = nil }
-        recording.replacedKeyObserver = addKeyObserver(on: db) { changes in
+        if let replaced = recording.commitHandlerObserver { recording.keyObservers[replaced] = nil }
+        recording.commitHandlerObserver = addKeyObserver(on: db) { changes in
             handler(changes)
             return true
         }
@@ -35,9 +35,9 @@ extension ChangeLog {
     /// Stops calling the handler set with ``observeCommits(on:_:)``.
     public func stopObservingCommits(on db: Database) {
         let recording = db.changeRecording
-        guard let replaced = recording.replacedKeyObserver else { return }
+        guard let replaced = recording.commitHandlerObserver else { return }
         recording.keyObservers[replaced] = nil
-        recording.replacedKeyObserver = nil
+        recording.commitHandlerObserver = nil
         stopCollectingKeysIfUnobserved(db)
     }
 

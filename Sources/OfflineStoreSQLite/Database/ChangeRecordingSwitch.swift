@@ -24,11 +24,11 @@ package final class ChangeRecordingSwitch: @unchecked Sendable {
         didSet { if let tracking { change_tracking_set_observing(tracking, observedKeys == nil ? 0 : 1) } }
     }
     /// Who the change log tells of each commit's keys (``observedKeys``), by number, and the
-    /// connection's commit listener that tells them; the number `observeCommits` set.
+    /// connection's commit listener that tells them; the number of the handler `observeCommits` set.
     package var keyObservers: [Int: ([(table: String, key: DatabaseValue)]) -> Bool] = [:]
     package var nextKeyObserver = 0
     package var keyCommitListener: Int?
-    package var replacedKeyObserver: Int?
+    package var commitHandlerObserver: Int?
     /// The store's clock, which the change log's `ostore_clock()` reads: given the newest clock the
     /// files hold when they changed since the last look (0 otherwise), the next one, packed.
     var clock: ((_ floor: Int64) -> Int64)?

@@ -779,26 +779,29 @@ public final class SyncEngine {
     /// server acknowledged as still queued.
     private func readQueue<Output>(_ body: (Database) throws -> Output) throws(SyncError) -> Output {
         guard case .pool(let pool) = storage else { return try store(body) }
-        do {
-            return try pool.withReader { db in
+        return try asStoreErrors {
+            try pool.withReader { db in
                 try Metadatabase.attachReadOnly(to: db)
                 return try db.transaction(.deferred) { db in try body(db) }
             }
-        } catch let error as SyncError {
-            throw error
-        } catch {
-            throw SyncError(.store, "the local store failed: \(error)")
         }
     }
 
     /// Runs `body` on the store's connection (the pool's writer, taken for this call), its
     /// errors as the store's.
     private func store<Output>(_ body: (Database) throws -> Output) throws(SyncError) -> Output {
-        do {
+        try asStoreErrors {
             switch storage {
             case .connection(let db): return try body(db)
             case .pool(let pool): return try pool.withWriter(body)
             }
+        }
+    }
+
+    /// `body`'s errors as the store's (a `SyncError` it throws as it is).
+    private func asStoreErrors<Output>(_ body: () throws -> Output) throws(SyncError) -> Output {
+        do {
+            return try body()
         } catch let error as SyncError {
             throw error
         } catch {
